@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# make          install missing Debian packages, configure if needed, build
+# make check    build, then run every test suite of the project
+# make demo     build, then boot a guest on the fork's QEMU
+# make clean    remove the build directory (downloads stay cached)
+
+BUILD ?= build
+B := $(BUILD)
+MESON_TEST_ARGS ?=
+
+.PHONY: all deps check demo clean help
+
+# What `make` builds of QEMU: the system emulator.  Other upstream targets
+# (qemu-img, the unit tests, ...) build on request: ninja -C build/qemu TARGET
+QEMU_TARGETS ?= qemu-system-x86_64
+
+all: $(B)/.configured deps
+	@scripts/overlay-sync $(B)/qemu-src
+	@ninja -C $(B)/qemu $(QEMU_TARGETS)
+	@scripts/link-firmware $(B)/qemu
+	@ninja -C $(B)/ours
+
+deps:
+	@scripts/install-deps
+
+# configure again when the pins, the patches or configure itself change;
+# config.status repeats the options of the last ./configure.
+$(B)/.configured: configure upstream.pins patches/series $(wildcard patches/*.patch) | deps
+	@if [ -x $(B)/config.status ]; then $(B)/config.status; \
+	 else ./configure --build-dir=$(B); fi
+	@touch $@
+
+check: all
+	@scripts/run-checks $(B) $(MESON_TEST_ARGS)
+
+demo: all
+	@scripts/demo $(B)
+
+clean:
+	rm -rf $(B)
+
+help:
+	@sed -n '3,6p' Makefile | sed 's/^# //'
