@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Helpers for rig scenarios (sourced by /init): TAP output and access to
+# the kernel command line.
+
+rig_test_count=0
+
+ok() {
+    rig_test_count=$((rig_test_count + 1))
+    echo "ok $rig_test_count - $*"
+}
+
+not_ok() {
+    rig_test_count=$((rig_test_count + 1))
+    echo "not ok $rig_test_count - $*"
+}
+
+skip() {
+    rig_test_count=$((rig_test_count + 1))
+    echo "ok $rig_test_count - # SKIP $*"
+}
+
+diag() {
+    echo "# $*"
+}
+
+# check DESCRIPTION COMMAND...: one test, passing when COMMAND succeeds.
+check() {
+    desc=$1
+    shift
+    if "$@"; then ok "$desc"; else not_ok "$desc"; fi
+}
+
+# check_eq DESCRIPTION EXPECTED ACTUAL
+check_eq() {
+    if [ "$2" = "$3" ]; then
+        ok "$1"
+    else
+        not_ok "$1"
+        diag "expected '$2', got '$3'"
+    fi
+}
+
+done_testing() {
+    echo "1..$rig_test_count"
+}
+
+# cmdline_arg NAME: the value of rig.NAME= on the kernel command line.
+cmdline_arg() {
+    sed -n "s/.*rig\\.$1=\\([^ ]*\\).*/\\1/p" /proc/cmdline
+}
+
+# cpuinfo_field NAME: the field of the first CPU in /proc/cpuinfo.
+cpuinfo_field() {
+    sed -n "s/^$1[[:space:]]*: //p" /proc/cpuinfo | head -n 1
+}

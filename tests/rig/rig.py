@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Boot an emulated host under the fork's QEMU and run a rig scenario.
+
+The guest is a Linux kernel with the rig's busybox initramfs.  Its /init
+runs the scenario named on the kernel command line and writes what the
+scenario reports to the second serial port (ttyS1), which this script
+copies to its own standard output: TAP for tests, plain text for the
+demo.  The kernel console (ttyS0) goes to a log file, which is kept and
+its tail shown when the run fails or times out.
+
+Exit status: 0 when the guest powered off after a TAP plan with no
+failures (or, without --tap, after the scenario finished), 1 otherwise.
+"""
+
+import argparse
+import os
+import re
+import selectors
+import subprocess
+import sys
+import time
+
+TAP_RESULT = re.compile(r'^(not ok|ok)\b')
+TAP_PLAN = re.compile(r'^1\.\.(\d+)')
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split('\n', 1)[0])
+    p.add_argument('--qemu', required=True)
+    p.add_argument('--kernel', required=True)
+    p.add_argument('--initrd', required=True)
+    p.add_argument('--scenario', required=True,
+                   help='scenario script name inside the initramfs')
+    p.add_argument('--cpu', default='max')
+    p.add_argument('--smp', default='2')
+    p.add_argument('--mem', default='512M')
+    p.add_argument('--append', default='',
+                   help='extra kernel command line')
+    p.add_argument('--qemu-arg', action='append', default=[],
+                   help='extra QEMU argument (repeatable)')
+    p.add_argument('--timeout', type=float, default=120)
+    p.add_argument('--console-log', required=True,
+                   help='file for the kernel console (ttyS0)')
+    p.add_argument('--tap', action='store_true',
+                   help='the scenario reports TAP; judge the run by it')
+    return p.parse_args()
+
+
+def qemu_command(args):
+    append = ' '.join(filter(None, [
+        'console=ttyS0', 'panic=-1', 'quiet', 'loglevel=4',
+        f'rig.scenario={args.scenario}', args.append]))
+    return [
+        args.qemu,
+        '-machine', 'q35', '-accel', 'tcg',
+        '-cpu', args.cpu, '-smp', args.smp, '-m', args.mem,
+        '-nodefaults', '-display', 'none', '-no-reboot',
+        '-kernel', args.kernel, '-initrd', args.initrd,
+        '-append', append,
+        '-chardev', f'file,id=console,path={args.console_log}',
+        '-serial', 'chardev:console',
+        '-serial', 'stdio',
+    ] + args.qemu_arg
+
+
+def console_tail(path, lines=25):
+    try:
+        with open(path, encoding='utf-8', errors='replace') as f:
+            return f.read().splitlines()[-lines:]
+    except OSError:
+        return []
+
+
+def run(args):
+    cmd = qemu_command(args)
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, 'out')
+    sel.register(proc.stderr, selectors.EVENT_READ, 'err')
+
+    planned = None
+    results = []
+    stderr = b''
+    pending = b''
+    timed_out = False
+    open_streams = 2
+    while open_streams:
+        remaining = args.timeout - (time.monotonic() - start)
+        if remaining <= 0:
+            timed_out = True
+            proc.kill()
+            break
+        for key, _ in sel.select(timeout=min(remaining, 1.0)):
+            data = os.read(key.fileobj.fileno(), 65536)
+            if not data:
+                sel.unregister(key.fileobj)
+                open_streams -= 1
+                continue
+            if key.data == 'err':
+                stderr += data
+                continue
+            pending += data
+            *lines, pending = pending.split(b'\n')
+            for raw in lines:
+                line = raw.decode('utf-8', 'replace').rstrip('\r')
+                print(line, flush=True)
+                if TAP_RESULT.match(line):
+                    results.append(line.startswith('ok'))
+                elif TAP_PLAN.match(line):
+                    planned = int(TAP_PLAN.match(line).group(1))
+    status = proc.wait()
+    elapsed = time.monotonic() - start
+
+    problems = []
+    if timed_out:
+        problems.append(f'timed out after {args.timeout:.0f} s')
+    elif status != 0:
+        problems.append(f'QEMU exited with status {status}')
+    if args.tap and not timed_out:
+        if planned is None:
+            problems.append('the scenario printed no TAP plan')
+        elif planned != len(results):
+            problems.append(f'planned {planned} tests, ran {len(results)}')
+    if args.tap and not all(results):
+        problems.append(f'{results.count(False)} test(s) failed')
+
+    if problems:
+        say = print if args.tap else (lambda s: print(s, file=sys.stderr))
+        if args.tap:
+            print(f'Bail out! {"; ".join(problems)}'
+                  if planned is None or timed_out else
+                  f'# {"; ".join(problems)}')
+        else:
+            say(f'rig: {"; ".join(problems)}')
+        for line in stderr.decode('utf-8', 'replace').splitlines():
+            say(f'# qemu: {line}')
+        say(f'# kernel console kept in {args.console_log}; its end:')
+        for line in console_tail(args.console_log):
+            say(f'#   {line}')
+        return 1
+    print(f'# guest ran for {elapsed:.1f} s', flush=True)
+    return 0
+
+
+def main():
+    return run(parse_args())
+
+
+if __name__ == '__main__':
+    sys.exit(main())
