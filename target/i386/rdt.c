@@ -1,0 +1,304 @@
+/*
+ * Intel RDT cache allocation (CAT) for emulated x86 CPUs
+ *
+ * Reports L2 and/or L3 cache allocation in CPUID leaf 0x10 and keeps the
+ * state of the MSRs that an operating system uses to partition a cache:
+ * IA32_PQR_ASSOC (the class of service of each logical processor), the
+ * capacity bitmask of each class per cache instance, and the prefetcher
+ * controls that Linux toggles while it pseudo-locks a region.  Writes
+ * follow the rules of the Intel SDM (vol. 3B, "Cache Allocation
+ * Technology"), including #GP on bad values, so that guest software
+ * such as Linux resctrl can be tested without the hardware.  The cache
+ * itself is not modelled: masks change no timing or eviction behaviour.
+ *
+ * Copyright (c) 2026 qemu-pseudolock developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/atomic.h"
+#include "qapi/error.h"
+#include "hw/core/cpu.h"
+#include "hw/i386/topology.h"
+#include "rdt.h"
+#ifndef CONFIG_USER_ONLY
+#include "migration/vmstate.h"
+#include "system/kvm.h"
+#endif
+
+bool x86_rdt_enabled(X86CPU *cpu)
+{
+    return cpu->rdt_l2_cat || cpu->rdt_l3_cat;
+}
+
+static CPUCacheInfo *rdt_cache(X86CPU *cpu, int level)
+{
+    return level == 2 ? cpu->env.cache_info_cpuid4.l2_cache
+                      : cpu->env.cache_info_cpuid4.l3_cache;
+}
+
+/* Length of the capacity bitmask: one bit per way unless set by the user */
+static uint32_t rdt_cbm_len(X86CPU *cpu, int level)
+{
+    uint32_t len = level == 2 ? cpu->rdt_l2_cbm_len : cpu->rdt_l3_cbm_len;
+
+    return len ? len : rdt_cache(cpu, level)->associativity;
+}
+
+bool x86_rdt_expand_features(X86CPU *cpu, Error **errp)
+{
+    CPUX86State *env = &cpu->env;
+
+    if (!x86_rdt_enabled(cpu)) {
+        return true;
+    }
+    if (!IS_INTEL_CPU(env)) {
+        error_setg(errp, "l2-cat and l3-cat need an Intel CPU model");
+        return false;
+    }
+    if (cpu->cache_info_passthrough) {
+        error_setg(errp, "l2-cat and l3-cat cannot be combined with "
+                   "host-cache-info=on");
+        return false;
+    }
+    if (cpu->rdt_l3_cat && !cpu->enable_l3_cache) {
+        error_setg(errp, "l3-cat needs an L3 cache, but l3-cache=off");
+        return false;
+    }
+    if (cpu->rdt_closids < 1 || cpu->rdt_closids > X86_RDT_MAX_CLOSIDS) {
+        error_setg(errp, "rdt-closids must be between 1 and %d, not %u",
+                   X86_RDT_MAX_CLOSIDS, cpu->rdt_closids);
+        return false;
+    }
+    if (cpu->rdt_l2_cbm_len > 32 || cpu->rdt_l3_cbm_len > 32) {
+        error_setg(errp, "l2-cbm-len and l3-cbm-len are at most 32 bits");
+        return false;
+    }
+#ifndef CONFIG_USER_ONLY
+    if (kvm_enabled()) {
+        error_setg(errp, "l2-cat and l3-cat are emulated with TCG only; "
+                   "use -accel tcg");
+        return false;
+    }
+#endif
+
+    env->features[FEAT_7_0_EBX] |= CPUID_7_0_EBX_RDT_A;
+    /* Linux ignores leaf 0x10 unless the maximum basic leaf reaches it */
+    if (env->cpuid_level != UINT32_MAX && env->cpuid_level < 0x10) {
+        error_setg(errp, "l2-cat and l3-cat need CPUID level 0x10 or "
+                   "higher, but level=0x%x", env->cpuid_level);
+        return false;
+    }
+    env->cpuid_min_level = MAX(env->cpuid_min_level, 0x10);
+    return true;
+}
+
+void x86_rdt_cpuid(X86CPU *cpu, uint32_t count, uint32_t *eax,
+                   uint32_t *ebx, uint32_t *ecx, uint32_t *edx)
+{
+    int level = 0;
+
+    *eax = *ebx = *ecx = *edx = 0;
+    switch (count) {
+    case 0:
+        *ebx = (cpu->rdt_l3_cat ? CPUID_10_0_EBX_L3_CAT : 0) |
+               (cpu->rdt_l2_cat ? CPUID_10_0_EBX_L2_CAT : 0);
+        return;
+    case 1:
+        level = cpu->rdt_l3_cat ? 3 : 0;
+        break;
+    case 2:
+        level = cpu->rdt_l2_cat ? 2 : 0;
+        break;
+    }
+    if (level) {
+        /*
+         * No shareable bits (EBX), capacity bitmasks must be contiguous
+         * and there is no code/data prioritization (ECX): like the parts
+         * that support pseudo-locking.
+         */
+        *eax = rdt_cbm_len(cpu, level) - 1;
+        *edx = cpu->rdt_closids - 1;
+    }
+}
+
+void x86_rdt_reset(X86CPU *cpu)
+{
+    CPUX86State *env = &cpu->env;
+    int i;
+
+    /* The masks reset to all ones: every class may use the whole cache */
+    for (i = 0; i < X86_RDT_MAX_CLOSIDS; i++) {
+        env->msr_l2_qos_mask[i] = cpu->rdt_l2_cat ?
+            MAKE_64BIT_MASK(0, rdt_cbm_len(cpu, 2)) : 0;
+        env->msr_l3_qos_mask[i] = cpu->rdt_l3_cat ?
+            MAKE_64BIT_MASK(0, rdt_cbm_len(cpu, 3)) : 0;
+    }
+}
+
+/* Which capacity bitmask MSR @msr is, if any: the level and the class */
+static bool rdt_mask_msr(X86CPU *cpu, uint32_t msr, int *level,
+                         unsigned *closid)
+{
+    if (cpu->rdt_l3_cat && msr >= MSR_IA32_L3_QOS_MASK_0 &&
+        msr < MSR_IA32_L3_QOS_MASK_0 + cpu->rdt_closids) {
+        *level = 3;
+        *closid = msr - MSR_IA32_L3_QOS_MASK_0;
+        return true;
+    }
+    if (cpu->rdt_l2_cat && msr >= MSR_IA32_L2_QOS_MASK_0 &&
+        msr < MSR_IA32_L2_QOS_MASK_0 + cpu->rdt_closids) {
+        *level = 2;
+        *closid = msr - MSR_IA32_L2_QOS_MASK_0;
+        return true;
+    }
+    return false;
+}
+
+bool x86_rdt_msr_is_emulated(X86CPU *cpu, uint32_t msr)
+{
+    int level;
+    unsigned closid;
+
+    if (!x86_rdt_enabled(cpu)) {
+        return false;
+    }
+    return msr == MSR_IA32_PQR_ASSOC || msr == MSR_IA32_MISC_FEATURE_CONTROL ||
+           rdt_mask_msr(cpu, msr, &level, &closid);
+}
+
+static uint64_t *rdt_mask_slot(X86CPU *cpu, int level, unsigned closid)
+{
+    return level == 2 ? &cpu->env.msr_l2_qos_mask[closid]
+                      : &cpu->env.msr_l3_qos_mask[closid];
+}
+
+/* The instance of the level-@level cache that @cpu uses, as Linux sees it */
+static uint32_t rdt_cache_instance(X86CPU *cpu, int level)
+{
+    X86CPUTopoInfo *topo = &cpu->env.topo_info;
+    unsigned shift;
+
+    switch (rdt_cache(cpu, level)->share_level) {
+    case CPU_TOPOLOGY_LEVEL_THREAD:
+        shift = 0;
+        break;
+    case CPU_TOPOLOGY_LEVEL_CORE:
+        shift = apicid_core_offset(topo);
+        break;
+    case CPU_TOPOLOGY_LEVEL_MODULE:
+        shift = apicid_module_offset(topo);
+        break;
+    case CPU_TOPOLOGY_LEVEL_DIE:
+        shift = apicid_die_offset(topo);
+        break;
+    default:
+        shift = apicid_pkg_offset(topo);
+        break;
+    }
+    return cpu->apic_id >> shift;
+}
+
+/*
+ * A valid capacity bitmask is not empty, fits in the CBM length and is
+ * one run of ones, since these CPUs do not support sparse masks.
+ */
+static bool rdt_cbm_valid(uint64_t cbm, uint32_t cbm_len)
+{
+    if (!cbm || (cbm >> cbm_len)) {
+        return false;
+    }
+    /* Adding the lowest set bit clears a single run of ones entirely */
+    return ((cbm + (cbm & -cbm)) & cbm) == 0;
+}
+
+bool x86_rdt_rdmsr(X86CPU *cpu, uint32_t msr, uint64_t *val)
+{
+    CPUX86State *env = &cpu->env;
+    int level;
+    unsigned closid;
+
+    if (msr == MSR_IA32_PQR_ASSOC) {
+        *val = env->msr_pqr_assoc;
+    } else if (msr == MSR_IA32_MISC_FEATURE_CONTROL) {
+        *val = env->msr_misc_feature_control;
+    } else if (rdt_mask_msr(cpu, msr, &level, &closid)) {
+        *val = qatomic_read(rdt_mask_slot(cpu, level, closid));
+    } else {
+        return false;
+    }
+    return true;
+}
+
+bool x86_rdt_wrmsr(X86CPU *cpu, uint32_t msr, uint64_t val)
+{
+    CPUX86State *env = &cpu->env;
+    CPUState *cs;
+    int level;
+    unsigned closid;
+    uint32_t instance;
+
+    if (msr == MSR_IA32_PQR_ASSOC) {
+        /*
+         * No monitoring is emulated, so the RMID must be 0; bits 31:10
+         * are reserved.
+         */
+        if ((uint32_t)val ||
+            (val >> PQR_ASSOC_CLOSID_SHIFT) >= cpu->rdt_closids) {
+            return false;
+        }
+        env->msr_pqr_assoc = val;
+        return true;
+    }
+    if (msr == MSR_IA32_MISC_FEATURE_CONTROL) {
+        if (val & ~MISC_FEATURE_CONTROL_VALID) {
+            return false;
+        }
+        env->msr_misc_feature_control = val;
+        return true;
+    }
+    if (!rdt_mask_msr(cpu, msr, &level, &closid) ||
+        !rdt_cbm_valid(val, rdt_cbm_len(cpu, level))) {
+        return false;
+    }
+
+    /*
+     * The masks belong to the cache instance, not to the logical
+     * processor: every vCPU that shares this cache sees the new value.
+     */
+    instance = rdt_cache_instance(cpu, level);
+    CPU_FOREACH(cs) {
+        X86CPU *sibling = X86_CPU(cs);
+
+        if (sibling == cpu ||
+            (x86_rdt_enabled(sibling) &&
+             rdt_cache_instance(sibling, level) == instance)) {
+            qatomic_set(rdt_mask_slot(sibling, level, closid), val);
+        }
+    }
+    return true;
+}
+
+#ifndef CONFIG_USER_ONLY
+static bool rdt_needed(void *opaque)
+{
+    return x86_rdt_enabled(opaque);
+}
+
+const VMStateDescription vmstate_x86_rdt = {
+    .name = "cpu/rdt-cat",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rdt_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(env.msr_pqr_assoc, X86CPU),
+        VMSTATE_UINT64(env.msr_misc_feature_control, X86CPU),
+        VMSTATE_UINT64_ARRAY(env.msr_l2_qos_mask, X86CPU,
+                             X86_RDT_MAX_CLOSIDS),
+        VMSTATE_UINT64_ARRAY(env.msr_l3_qos_mask, X86CPU,
+                             X86_RDT_MAX_CLOSIDS),
+        VMSTATE_END_OF_LIST()
+    }
+};
+#endif

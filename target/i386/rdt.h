@@ -1,0 +1,41 @@
+/*
+ * Intel RDT cache allocation (CAT) for emulated x86 CPUs
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef TARGET_I386_RDT_H
+#define TARGET_I386_RDT_H
+
+#include "cpu.h"
+
+#define MSR_IA32_MISC_FEATURE_CONTROL   0x1a4
+#define MSR_IA32_PQR_ASSOC              0xc8f
+#define MSR_IA32_L3_QOS_MASK_0          0xc90
+#define MSR_IA32_L2_QOS_MASK_0          0xd10
+
+/* CPUID.(EAX=0x10,ECX=0):EBX, the resources that can be allocated */
+#define CPUID_10_0_EBX_L3_CAT           (1U << 1)
+#define CPUID_10_0_EBX_L2_CAT           (1U << 2)
+
+/* Prefetcher disable bits of MSR_IA32_MISC_FEATURE_CONTROL */
+#define MISC_FEATURE_CONTROL_VALID      0xfULL
+
+/* The CLOSID field of IA32_PQR_ASSOC and its RMID field */
+#define PQR_ASSOC_CLOSID_SHIFT          32
+#define PQR_ASSOC_RMID_MASK             0x3ffULL
+
+bool x86_rdt_enabled(X86CPU *cpu);
+bool x86_rdt_expand_features(X86CPU *cpu, Error **errp);
+void x86_rdt_cpuid(X86CPU *cpu, uint32_t count, uint32_t *eax,
+                   uint32_t *ebx, uint32_t *ecx, uint32_t *edx);
+void x86_rdt_reset(X86CPU *cpu);
+bool x86_rdt_msr_is_emulated(X86CPU *cpu, uint32_t msr);
+bool x86_rdt_rdmsr(X86CPU *cpu, uint32_t msr, uint64_t *val);
+bool x86_rdt_wrmsr(X86CPU *cpu, uint32_t msr, uint64_t val);
+
+#ifndef CONFIG_USER_ONLY
+extern const VMStateDescription vmstate_x86_rdt;
+#endif
+
+#endif
