@@ -27,6 +27,10 @@
 #include "system/kvm.h"
 #endif
 
+/* MSRs in the architectural ranges of capacity bitmasks */
+#define RDT_L3_MASK_MSRS    128
+#define RDT_L2_MASK_MSRS    64
+
 bool x86_rdt_enabled(X86CPU *cpu)
 {
     return cpu->rdt_l2_cat || cpu->rdt_l3_cat;
@@ -137,18 +141,22 @@ void x86_rdt_reset(X86CPU *cpu)
     }
 }
 
-/* Which capacity bitmask MSR @msr is, if any: the level and the class */
+/*
+ * Which capacity bitmask MSR @msr is, if any: the level and the class.
+ * The architectural ranges hold masks for 128 (L3) and 64 (L2) classes;
+ * those beyond the CPU's CLOSID count are still ours, to raise #GP.
+ */
 static bool rdt_mask_msr(X86CPU *cpu, uint32_t msr, int *level,
                          unsigned *closid)
 {
     if (cpu->rdt_l3_cat && msr >= MSR_IA32_L3_QOS_MASK_0 &&
-        msr < MSR_IA32_L3_QOS_MASK_0 + cpu->rdt_closids) {
+        msr < MSR_IA32_L3_QOS_MASK_0 + RDT_L3_MASK_MSRS) {
         *level = 3;
         *closid = msr - MSR_IA32_L3_QOS_MASK_0;
         return true;
     }
     if (cpu->rdt_l2_cat && msr >= MSR_IA32_L2_QOS_MASK_0 &&
-        msr < MSR_IA32_L2_QOS_MASK_0 + cpu->rdt_closids) {
+        msr < MSR_IA32_L2_QOS_MASK_0 + RDT_L2_MASK_MSRS) {
         *level = 2;
         *closid = msr - MSR_IA32_L2_QOS_MASK_0;
         return true;
@@ -223,7 +231,8 @@ bool x86_rdt_rdmsr(X86CPU *cpu, uint32_t msr, uint64_t *val)
         *val = env->msr_pqr_assoc;
     } else if (msr == MSR_IA32_MISC_FEATURE_CONTROL) {
         *val = env->msr_misc_feature_control;
-    } else if (rdt_mask_msr(cpu, msr, &level, &closid)) {
+    } else if (rdt_mask_msr(cpu, msr, &level, &closid) &&
+               closid < cpu->rdt_closids) {
         *val = qatomic_read(rdt_mask_slot(cpu, level, closid));
     } else {
         return false;
@@ -259,6 +268,7 @@ bool x86_rdt_wrmsr(X86CPU *cpu, uint32_t msr, uint64_t val)
         return true;
     }
     if (!rdt_mask_msr(cpu, msr, &level, &closid) ||
+        closid >= cpu->rdt_closids ||
         !rdt_cbm_valid(val, rdt_cbm_len(cpu, level))) {
         return false;
     }
