@@ -25,7 +25,7 @@ TAP_RESULT = re.compile(r'^(not ok|ok)\b')
 TAP_PLAN = re.compile(r'^1\.\.(\d+)')
 
 
-def parse_args():
+def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n', 1)[0])
     p.add_argument('--qemu', required=True)
     p.add_argument('--kernel', required=True)
@@ -44,10 +44,12 @@ def parse_args():
                    help='file for the kernel console (ttyS0)')
     p.add_argument('--tap', action='store_true',
                    help='the scenario reports TAP; judge the run by it')
-    return p.parse_args()
+    return p.parse_args(argv)
 
 
-def qemu_command(args):
+def qemu_command(args, report='stdio'):
+    """The QEMU command line of a rig host; @report is the chardev
+    backend of ttyS1, the scenario's report channel."""
     append = ' '.join(filter(None, [
         'console=ttyS0', 'panic=-1', 'quiet', 'loglevel=4',
         f'rig.scenario={args.scenario}', args.append]))
@@ -60,7 +62,7 @@ def qemu_command(args):
         '-append', append,
         '-chardev', f'file,id=console,path={args.console_log}',
         '-serial', 'chardev:console',
-        '-serial', 'stdio',
+        '-serial', report,
     ] + args.qemu_arg
 
 

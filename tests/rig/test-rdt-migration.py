@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The cache-allocation MSRs survive migration (TAP).
+
+A rig host programs masks, a class of service and prefetcher bits, then
+waits.  The host side stops it, migrates it to a file, quits, starts a
+new QEMU that loads the file and lets the guest go on; the guest then
+reports what it reads back.  The migration stream must carry the
+"cpu/rdt-cat" subsection for this CPU and not for one without cache
+allocation.
+
+Usage: test-rdt-migration.py RIG-ARGS...   (the arguments of rig.py)
+"""
+
+import copy
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from qemu.qmp.legacy import QEMUMonitorProtocol
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rig  # noqa: E402  pylint: disable=wrong-import-position
+
+SUBSECTION = b'cpu/rdt-cat'
+
+
+def tap(ok, desc, diag=''):
+    tap.n += 1
+    tap.failed += not ok
+    print(f"{'ok' if ok else 'not ok'} {tap.n} - {desc}", flush=True)
+    if not ok:
+        for line in diag.splitlines():
+            print(f'# {line}', flush=True)
+
+
+tap.n = 0
+tap.failed = 0
+
+
+class Host:
+    """One QEMU process of the rig, with QMP and the report channel."""
+
+    def __init__(self, args, tmp, name, extra=()):
+        self.qmp_path = os.path.join(tmp, f'{name}.qmp')
+        self.report_path = os.path.join(tmp, f'{name}.report')
+        args = copy.copy(args)
+        args.console_log = f'{args.console_log}.{name}'
+        cmd = rig.qemu_command(
+            args, f'unix:{self.report_path},server=on,wait=off')
+        cmd += ['-qmp', f'unix:{self.qmp_path},server=on,wait=off']
+        cmd += list(extra)
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while not (os.path.exists(self.qmp_path) and
+                   os.path.exists(self.report_path)):
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise RuntimeError(f'QEMU ({name}) did not start: '
+                                   f'exit status {self.proc.poll()}')
+            time.sleep(0.1)
+        self.qmp = QEMUMonitorProtocol(self.qmp_path)
+        self.qmp.connect()
+        self.report = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.report.connect(self.report_path)
+        self.buffer = b''
+
+    def read_line(self, timeout):
+        deadline = time.monotonic() + timeout
+        while b'\n' not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError('no line from the guest')
+            self.report.settimeout(left)
+            data = self.report.recv(4096)
+            if not data:
+                raise EOFError('the guest closed its report channel')
+            self.buffer += data
+        line, self.buffer = self.buffer.split(b'\n', 1)
+        return line.decode('utf-8', 'replace').rstrip('\r')
+
+    def close(self, timeout=60):
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.report.close()
+        try:
+            self.qmp.close()
+        except (EOFError, OSError):
+            pass    # QEMU closed the monitor first, as it does on quit
+
+
+def migrate_to_file(host, path):
+    host.qmp.cmd('stop')
+    host.qmp.cmd('migrate', uri=f'file:{path}')
+    deadline = time.monotonic() + 60
+    while True:
+        status = host.qmp.cmd('query-migrate').get('status')
+        if status in ('completed', 'failed') or time.monotonic() > deadline:
+            return status
+        time.sleep(0.2)
+
+
+def main():
+    args = rig.parse_args(sys.argv[1:])
+    with tempfile.TemporaryDirectory() as tmp:
+        state = os.path.join(tmp, 'state')
+        source = Host(args, tmp, 'source')
+        try:
+            line = ''
+            while line != 'ready':
+                line = source.read_line(args.timeout)
+                if line.startswith(('#', 'not ok', 'Bail out')):
+                    print(line, flush=True)
+            status = migrate_to_file(source, state)
+            tap(status == 'completed', 'the source migrates to a file',
+                f'migration status {status}')
+            source.qmp.cmd('quit')
+        finally:
+            source.close()
+
+        with open(state, 'rb') as f:
+            tap(SUBSECTION in f.read(),
+                'the stream carries the cpu/rdt-cat subsection')
+
+        dest = Host(args, tmp, 'dest', ['-incoming', f'file:{state}'])
+        try:
+            dest.qmp.cmd('cont')
+            dest.report.sendall(b'go\n')
+            # The guest's own checks, renumbered after ours.
+            while True:
+                line = dest.read_line(args.timeout)
+                if line.startswith(('ok ', 'not ok ')):
+                    ok = line.startswith('ok ')
+                    tap(ok, line.split(' - ', 1)[-1])
+                elif line.startswith('1..'):
+                    break
+                else:
+                    print(line, flush=True)
+        finally:
+            dest.close()
+
+        # Without cache allocation the subsection is not sent at all.
+        plain_args = rig.parse_args(sys.argv[1:] + [
+            '--cpu', args.cpu.replace(',l2-cat=on', '')
+                             .replace(',l3-cat=on', ''),
+            '--scenario', 'none'])
+        plain = Host(plain_args, tmp, 'plain', ['-S'])
+        try:
+            status = migrate_to_file(plain, state + '.plain')
+            plain.qmp.cmd('quit')
+        finally:
+            plain.close()
+        with open(state + '.plain', 'rb') as f:
+            tap(status == 'completed' and SUBSECTION not in f.read(),
+                'a CPU without cache allocation sends no cpu/rdt-cat',
+                f'migration status {status}')
+
+    print(f'1..{tap.n}')
+    return 1 if tap.failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
