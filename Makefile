@@ -16,7 +16,7 @@ MESON_TEST_ARGS ?=
 QEMU_TARGETS ?= qemu-system-x86_64
 
 all: $(B)/.configured deps
-	@scripts/overlay-sync $(B)/qemu-src
+	@scripts/overlay-sync $(B)/src
 	@ninja -C $(B)/qemu $(QEMU_TARGETS)
 	@scripts/link-firmware $(B)/qemu
 	@ninja -C $(B)/ours
