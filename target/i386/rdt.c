@@ -26,10 +26,9 @@
 #include "migration/vmstate.h"
 #include "system/kvm.h"
 #endif
-
-/* MSRs in the architectural ranges of capacity bitmasks */
-#define RDT_L3_MASK_MSRS    128
-#define RDT_L2_MASK_MSRS    64
+#ifdef CONFIG_KVM
+#include "kvm/kvm_i386.h"
+#endif
 
 bool x86_rdt_enabled(X86CPU *cpu)
 {
@@ -52,6 +51,7 @@ static uint32_t rdt_cbm_len(X86CPU *cpu, int level)
 
 bool x86_rdt_expand_features(X86CPU *cpu, Error **errp)
 {
+    ERRP_GUARD();
     CPUX86State *env = &cpu->env;
 
     if (!x86_rdt_enabled(cpu)) {
@@ -79,10 +79,12 @@ bool x86_rdt_expand_features(X86CPU *cpu, Error **errp)
         error_setg(errp, "l2-cbm-len and l3-cbm-len are at most 32 bits");
         return false;
     }
-#ifndef CONFIG_USER_ONLY
-    if (kvm_enabled()) {
-        error_setg(errp, "l2-cat and l3-cat are emulated with TCG only; "
-                   "use -accel tcg");
+#ifdef CONFIG_KVM
+    /* KVM hands the allocation MSRs to QEMU through its MSR filter */
+    if (kvm_enabled() && !kvm_has_user_msr_filter()) {
+        error_setg(errp, "l2-cat and l3-cat need KVM's user-space MSR "
+                   "filter (KVM_CAP_X86_MSR_FILTER, Linux 5.10 or later)");
+        error_append_hint(errp, "Use -accel tcg, or a newer host kernel.\n");
         return false;
     }
 #endif
@@ -150,13 +152,13 @@ static bool rdt_mask_msr(X86CPU *cpu, uint32_t msr, int *level,
                          unsigned *closid)
 {
     if (cpu->rdt_l3_cat && msr >= MSR_IA32_L3_QOS_MASK_0 &&
-        msr < MSR_IA32_L3_QOS_MASK_0 + RDT_L3_MASK_MSRS) {
+        msr < MSR_IA32_L3_QOS_MASK_0 + X86_RDT_L3_MASK_MSRS) {
         *level = 3;
         *closid = msr - MSR_IA32_L3_QOS_MASK_0;
         return true;
     }
     if (cpu->rdt_l2_cat && msr >= MSR_IA32_L2_QOS_MASK_0 &&
-        msr < MSR_IA32_L2_QOS_MASK_0 + RDT_L2_MASK_MSRS) {
+        msr < MSR_IA32_L2_QOS_MASK_0 + X86_RDT_L2_MASK_MSRS) {
         *level = 2;
         *closid = msr - MSR_IA32_L2_QOS_MASK_0;
         return true;

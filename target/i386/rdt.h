@@ -14,6 +14,10 @@
 #define MSR_IA32_L3_QOS_MASK_0          0xc90
 #define MSR_IA32_L2_QOS_MASK_0          0xd10
 
+/* Size of the architectural ranges of capacity bitmask MSRs */
+#define X86_RDT_L3_MASK_MSRS            128
+#define X86_RDT_L2_MASK_MSRS            64
+
 /* CPUID.(EAX=0x10,ECX=0):EBX, the resources that can be allocated */
 #define CPUID_10_0_EBX_L3_CAT           (1U << 1)
 #define CPUID_10_0_EBX_L2_CAT           (1U << 2)
