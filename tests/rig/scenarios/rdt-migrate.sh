@@ -3,7 +3,7 @@
 # Guest half of test-rdt-migration.py: set cache-allocation state, say
 # "ready", wait for the host to migrate the machine and send "go", then
 # report what the state reads back as.  L2 cache allocation, CPUs 0 and 1
-# sharing one L2.
+# sharing one L2 (one module).
 
 probe=/rig/bin/rdt-probe
 [ -e /dev/cpu/0/msr ] || insmod "/rig/modules/$(uname -r)/msr.ko"
