@@ -129,7 +129,18 @@ def main():
 
         dest = Host(args, tmp, 'dest', ['-incoming', f'file:{state}'])
         try:
+            # Only a running guest can take "go": until the state is
+            # loaded, what the serial port receives is overwritten by it.
+            # The source was stopped, so the destination waits for 'cont'.
+            deadline = time.monotonic() + 60
+            while dest.qmp.cmd('query-status')['status'] == 'inmigrate':
+                if time.monotonic() > deadline:
+                    raise TimeoutError('the destination never loaded')
+                time.sleep(0.1)
             dest.qmp.cmd('cont')
+            status = dest.qmp.cmd('query-status')['status']
+            tap(status == 'running', 'the destination runs after loading',
+                f'status {status}')
             dest.report.sendall(b'go\n')
             # The guest's own checks, renumbered after ours.
             while True:
