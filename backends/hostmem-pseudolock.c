@@ -1,0 +1,396 @@
+/*
+ * Memory backend for a cache pseudo-locked region
+ *
+ * Maps /dev/pseudo_lock/<group>, a buffer that Linux resctrl keeps in
+ * reserved ways of a CPU cache, as guest RAM, so that a real-time guest
+ * can have memory whose reads hit the cache.  The region exists already
+ * (path=) or the backend creates it (cache-level=, cache-id=) and
+ * removes it again; what it knows about resctrl is in util/resctrl.c.
+ *
+ * Rules of the device (arch/x86/kernel/cpu/resctrl/pseudo_lock.c): it
+ * can only be mapped shared, by a thread whose allowed CPUs all belong
+ * to the region's cache domain, and every mmap zeroes the mapped range.
+ *
+ * Copyright (c) 2026 qemu-pseudolock developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include <sys/file.h>
+#include "qapi/error.h"
+#include "qapi/qapi-commands-pseudolock.h"
+#include "qemu/cutils.h"
+#include "qemu/error-report.h"
+#include "qemu/resctrl.h"
+#include "qom/object_interfaces.h"
+#include "system/hostmem.h"
+
+#define TYPE_MEMORY_BACKEND_PSEUDOLOCK "memory-backend-pseudolock"
+
+OBJECT_DECLARE_SIMPLE_TYPE(HostMemoryBackendPseudolock,
+                           MEMORY_BACKEND_PSEUDOLOCK)
+
+struct HostMemoryBackendPseudolock {
+    HostMemoryBackend parent_obj;
+
+    /* Properties */
+    char *path;
+    uint32_t cache_level;       /* 0: not set */
+    uint32_t cache_id;
+    bool cache_id_set;
+
+    /* What the region turned out to be, for query-pseudolock */
+    char *dev_path;
+    char *group;
+    uint64_t cbm;
+    uint32_t domain;
+    uint64_t region_size;
+    GArray *host_cpus;          /* of unsigned */
+    bool created;
+    char *resctrl_mount;
+};
+
+/*
+ * Find out which region @fd is: its group, cache level and domain, size,
+ * capacity bitmask and CPUs, from resctrl.  Fails when resctrl cannot be
+ * read; the caller decides whether it can do without.
+ */
+static bool pseudolock_describe_region(HostMemoryBackendPseudolock *pl,
+                                       Error **errp)
+{
+    g_auto(ResctrlGroup) g = { 0 };
+    g_autoptr(GArray) sizes = NULL;
+    g_autoptr(GArray) masks = NULL;
+    unsigned level;
+
+    if (!pl->resctrl_mount && !resctrl_find_mount(&pl->resctrl_mount, errp)) {
+        return false;
+    }
+    if (!resctrl_group_read(pl->resctrl_mount, pl->group, &g, errp)) {
+        return false;
+    }
+    if (g.mode != RESCTRL_MODE_PSEUDO_LOCKED) {
+        error_setg(errp, "resctrl group '%s' is in mode '%s', not "
+                   "pseudo-locked", pl->group, resctrl_mode_name(g.mode));
+        return false;
+    }
+    for (level = 2; level <= 3; level++) {
+        g_autofree char *res = g_strdup_printf("L%u", level);
+        ResctrlDomainValue *d;
+
+        g_clear_pointer(&sizes, g_array_unref);
+        g_clear_pointer(&masks, g_array_unref);
+        if (!resctrl_parse_size(g.size, res, &sizes, errp) ||
+            !resctrl_parse_schemata(g.schemata, res, &masks, errp)) {
+            return false;
+        }
+        if (masks->len != 1) {
+            continue;
+        }
+        /* A pseudo-locked group lists only the domain it locked */
+        d = &g_array_index(masks, ResctrlDomainValue, 0);
+        pl->cache_level = level;
+        pl->domain = d->id;
+        pl->cbm = d->value;
+        if (!resctrl_domain_lookup(sizes, d->id, &pl->region_size) ||
+            !pl->region_size) {
+            error_setg(errp, "resctrl group '%s' reports no size for %s:%u",
+                       pl->group, res, d->id);
+            return false;
+        }
+        break;
+    }
+    if (level > 3) {
+        error_setg(errp, "resctrl group '%s' locks no L2 or L3 cache region",
+                   pl->group);
+        return false;
+    }
+    if (!g.cpus || !g.cpus->len) {
+        error_setg(errp, "cannot read the CPUs of resctrl group '%s'",
+                   pl->group);
+        return false;
+    }
+    pl->host_cpus = g_steal_pointer(&g.cpus);
+    return true;
+}
+
+static char *pseudolock_cpu_list(GArray *cpus)
+{
+    GString *s = g_string_new("");
+    unsigned i;
+
+    for (i = 0; i < cpus->len; i++) {
+        g_string_append_printf(s, "%s%u", i ? "," : "",
+                               g_array_index(cpus, unsigned, i));
+    }
+    return g_string_free(s, false);
+}
+
+/*
+ * Map the region.  The kernel only lets a thread whose allowed CPUs all
+ * share the cache map it, so narrow this thread's affinity to the
+ * domain's CPUs for the mmap, whatever QEMU's own affinity is, and
+ * restore it afterwards.
+ */
+static bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd,
+                           Error **errp)
+{
+    ERRP_GUARD();
+    HostMemoryBackend *backend = MEMORY_BACKEND(pl);
+    g_autofree char *name = host_memory_backend_get_name(backend);
+    cpu_set_t saved, domain;
+    bool narrowed = false;
+    bool ok;
+    unsigned i;
+
+    if (pl->host_cpus) {
+        if (sched_getaffinity(0, sizeof(saved), &saved) < 0) {
+            error_setg_errno(errp, errno, "cannot read the CPU affinity");
+            return false;
+        }
+        CPU_ZERO(&domain);
+        for (i = 0; i < pl->host_cpus->len; i++) {
+            CPU_SET(g_array_index(pl->host_cpus, unsigned, i), &domain);
+        }
+        if (sched_setaffinity(0, sizeof(domain), &domain) < 0) {
+            g_autofree char *cpus = pseudolock_cpu_list(pl->host_cpus);
+
+            error_setg_errno(errp, errno, "cannot run on CPUs %s, the CPUs "
+                             "of the cache that holds region '%s'", cpus,
+                             pl->group);
+            error_append_hint(errp, "Mapping a pseudo-locked region needs "
+                              "them; allow them in QEMU's cpuset or "
+                              "cgroup.\n");
+            return false;
+        }
+        narrowed = true;
+    }
+
+    backend->aligned = true;
+    ok = memory_region_init_ram_from_fd(&backend->mr, OBJECT(backend), name,
+                                        backend->size, RAM_SHARED, fd, 0,
+                                        errp);
+
+    if (narrowed && sched_setaffinity(0, sizeof(saved), &saved) < 0) {
+        /* Only possible if our cpuset shrank meanwhile: carry on */
+        warn_report("cannot restore the CPU affinity after mapping '%s': %s",
+                    pl->dev_path, strerror(errno));
+    }
+    if (!ok && !narrowed) {
+        error_append_hint(errp, "The calling thread's allowed CPUs must all "
+                          "share the region's cache.\n");
+    }
+    return ok;
+}
+
+static bool
+pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
+{
+    ERRP_GUARD();
+    HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(backend);
+    Error *local_err = NULL;
+    int fd;
+
+    if (!pl->path) {
+        error_setg(errp, "property 'path' is required");
+        error_append_hint(errp, "Give the region's device, such as "
+                          "path=/dev/pseudo_lock/<group>.\n");
+        return false;
+    }
+    if (!backend->share) {
+        error_setg(errp, "share=off is not supported: a pseudo-locked region "
+                   "can only be mapped shared");
+        return false;
+    }
+    if (backend->policy != HOST_MEM_POLICY_DEFAULT ||
+        !bitmap_empty(backend->host_nodes, MAX_NODES)) {
+        error_setg(errp, "host-nodes and policy do not apply to a "
+                   "pseudo-locked region: its memory is in a CPU cache");
+        return false;
+    }
+
+    fd = qemu_open(pl->path, O_RDWR, errp);
+    if (fd < 0) {
+        return false;
+    }
+    /*
+     * Every mmap of the device zeroes the region: a second user would
+     * wipe the memory of a running guest.  Hold it exclusively, as QEMU
+     * locks disk images, before mapping anything.
+     */
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EWOULDBLOCK) {
+            error_setg(errp, "pseudo-locked region '%s' is in use by "
+                       "another process or memory backend", pl->path);
+        } else {
+            error_setg_errno(errp, errno, "cannot lock '%s'", pl->path);
+        }
+        close(fd);
+        return false;
+    }
+
+    pl->dev_path = g_strdup(pl->path);
+    if (!resctrl_group_of_fd(fd, &pl->group, errp)) {
+        error_prepend(errp, "%s: ", pl->path);
+        error_append_hint(errp, "Give a pseudo-locked region's device, "
+                          "/dev/pseudo_lock/<group>.\n");
+        close(fd);
+        return false;
+    }
+    if (!pseudolock_describe_region(pl, &local_err)) {
+        /*
+         * An unprivileged QEMU given the device (fd passing) may not read
+         * resctrl: then the size must be given and its own affinity must
+         * fit the cache domain.
+         */
+        if (!backend->size) {
+            error_propagate(errp, local_err);
+            error_append_hint(errp, "Without access to resctrl, give the "
+                              "region's size with size=.\n");
+            close(fd);
+            return false;
+        }
+        error_free(local_err);
+    } else if (!backend->size) {
+        backend->size = pl->region_size;
+    } else if (backend->size > pl->region_size) {
+        g_autofree char *want = size_to_str(backend->size);
+        g_autofree char *have = size_to_str(pl->region_size);
+
+        error_setg(errp, "size=%s is larger than the pseudo-locked region "
+                   "'%s' (%s)", want, pl->group, have);
+        close(fd);
+        return false;
+    }
+    if (!QEMU_IS_ALIGNED(backend->size, qemu_real_host_page_size())) {
+        error_setg(errp, "size=%" PRIu64 " is not a multiple of the page "
+                   "size (%zu)", backend->size, qemu_real_host_page_size());
+        close(fd);
+        return false;
+    }
+
+    /* On success the RAM block owns fd, and the lock with it */
+    if (!pseudolock_map(pl, fd, errp)) {
+        close(fd);
+        return false;
+    }
+    return true;
+}
+
+static char *pseudolock_get_path(Object *o, Error **errp)
+{
+    return g_strdup(MEMORY_BACKEND_PSEUDOLOCK(o)->path);
+}
+
+static void pseudolock_set_path(Object *o, const char *value, Error **errp)
+{
+    HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(o);
+
+    if (host_memory_backend_mr_inited(MEMORY_BACKEND(o))) {
+        error_setg(errp, "cannot change property 'path' of %s",
+                   object_get_typename(o));
+        return;
+    }
+    g_free(pl->path);
+    pl->path = g_strdup(value);
+}
+
+static void pseudolock_backend_instance_init(Object *obj)
+{
+    HostMemoryBackend *backend = MEMORY_BACKEND(obj);
+
+    /* The device maps shared only; neither KSM nor core dumps apply */
+    backend->share = true;
+    backend->merge = false;
+    backend->dump = false;
+}
+
+static void pseudolock_backend_instance_finalize(Object *obj)
+{
+    HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
+
+    g_free(pl->path);
+    g_free(pl->dev_path);
+    g_free(pl->group);
+    g_free(pl->resctrl_mount);
+    if (pl->host_cpus) {
+        g_array_unref(pl->host_cpus);
+    }
+}
+
+static void pseudolock_backend_class_init(ObjectClass *oc, void *data)
+{
+    HostMemoryBackendClass *bc = MEMORY_BACKEND_CLASS(oc);
+
+    bc->alloc = pseudolock_backend_memory_alloc;
+
+    object_class_property_add_str(oc, "path", pseudolock_get_path,
+                                  pseudolock_set_path);
+    object_class_property_set_description(oc, "path",
+        "the region's device, /dev/pseudo_lock/<group>, or /dev/fdset/<n>");
+}
+
+static const TypeInfo pseudolock_backend_info = {
+    .name = TYPE_MEMORY_BACKEND_PSEUDOLOCK,
+    .parent = TYPE_MEMORY_BACKEND,
+    .instance_init = pseudolock_backend_instance_init,
+    .instance_finalize = pseudolock_backend_instance_finalize,
+    .class_init = pseudolock_backend_class_init,
+    .instance_size = sizeof(HostMemoryBackendPseudolock),
+};
+
+static int query_pseudolock_one(Object *obj, void *opaque)
+{
+    PseudolockInfoList ***tail = opaque;
+    HostMemoryBackendPseudolock *pl;
+    PseudolockInfo *info;
+    unsigned i;
+
+    pl = (HostMemoryBackendPseudolock *)
+        object_dynamic_cast(obj, TYPE_MEMORY_BACKEND_PSEUDOLOCK);
+    if (!pl || !host_memory_backend_mr_inited(MEMORY_BACKEND(pl))) {
+        return 0;
+    }
+
+    info = g_new0(PseudolockInfo, 1);
+    info->id = g_strdup(object_get_canonical_path_component(obj));
+    info->qom_path = object_get_canonical_path(obj);
+    info->path = g_strdup(pl->dev_path);
+    info->mapped_size = memory_region_size(&MEMORY_BACKEND(pl)->mr);
+    info->created = pl->created;
+    if (pl->host_cpus) {
+        uint32List **cpus_tail = &info->host_cpus;
+
+        info->group = g_strdup(pl->group);
+        info->has_cache_level = true;
+        info->cache_level = pl->cache_level;
+        info->has_cache_id = true;
+        info->cache_id = pl->domain;
+        info->cbm = g_strdup_printf("%" PRIx64, pl->cbm);
+        info->has_size = true;
+        info->size = pl->region_size;
+        for (i = 0; i < pl->host_cpus->len; i++) {
+            QAPI_LIST_APPEND(cpus_tail,
+                             g_array_index(pl->host_cpus, unsigned, i));
+        }
+    }
+    QAPI_LIST_APPEND(*tail, info);
+    return 0;
+}
+
+PseudolockInfoList *qmp_query_pseudolock(Error **errp)
+{
+    PseudolockInfoList *list = NULL, **tail = &list;
+
+    object_child_foreach(object_get_objects_root(), query_pseudolock_one,
+                         &tail);
+    return list;
+}
+
+static void register_types(void)
+{
+    type_register_static(&pseudolock_backend_info);
+}
+
+type_init(register_types);
