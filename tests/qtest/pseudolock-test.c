@@ -1,0 +1,120 @@
+/*
+ * QTest of memory-backend-pseudolock without a pseudo-locked region:
+ * bad configurations are refused with a clear error and leave nothing
+ * behind, and query-pseudolock answers an empty list.  The rig tests
+ * the backend against the kernel's real device.
+ *
+ * Copyright (c) 2026 qemu-pseudolock developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "libqtest.h"
+#include "qobject/qdict.h"
+#include "qobject/qlist.h"
+#include "qobject/qjson.h"
+#include "qapi/error.h"
+
+/* Open descriptors of the QEMU process */
+static int count_fds(QTestState *qts)
+{
+    g_autofree char *dir = g_strdup_printf("/proc/%d/fd", qtest_pid(qts));
+    GDir *d = g_dir_open(dir, 0, NULL);
+    int n = 0;
+
+    g_assert_nonnull(d);
+    while (g_dir_read_name(d)) {
+        n++;
+    }
+    g_dir_close(d);
+    return n;
+}
+
+static bool object_exists(QTestState *qts, const char *id)
+{
+    QDict *resp = qtest_qmp(qts, "{ 'execute': 'qom-list',"
+                            "  'arguments': { 'path': '/objects' } }");
+    QList *list = qdict_get_qlist(resp, "return");
+    QListEntry *e;
+    bool found = false;
+
+    QLIST_FOREACH_ENTRY(list, e) {
+        QDict *prop = qobject_to(QDict, qlist_entry_obj(e));
+
+        if (!strcmp(qdict_get_str(prop, "name"), id)) {
+            found = true;
+        }
+    }
+    qobject_unref(resp);
+    return found;
+}
+
+/*
+ * object-add @args must fail with an error containing @want, without
+ * leaving the object or a descriptor behind.
+ */
+static void assert_refused(QTestState *qts, const char *args,
+                           const char *want)
+{
+    int fds = count_fds(qts);
+    QDict *resp = qtest_qmp(qts, "{ 'execute': 'object-add',"
+                            "  'arguments': %p }",
+                            qobject_from_json(args, &error_abort));
+    const char *desc;
+
+    g_assert(qdict_haskey(resp, "error"));
+    desc = qdict_get_str(qdict_get_qdict(resp, "error"), "desc");
+    g_test_message("%s: %s", args, desc);
+    g_assert_nonnull(strstr(desc, want));
+    qobject_unref(resp);
+
+    g_assert_false(object_exists(qts, "pl0"));
+    g_assert_cmpint(count_fds(qts), ==, fds);
+}
+
+static void test_bad_config(void)
+{
+    QTestState *qts = qtest_init("-machine none");
+
+    assert_refused(qts, "{ 'qom-type': 'memory-backend-pseudolock',"
+                   "  'id': 'pl0' }",
+                   "'path' is missing");
+    assert_refused(qts, "{ 'qom-type': 'memory-backend-pseudolock',"
+                   "  'id': 'pl0', 'path': '/nonexistent/pseudo_lock' }",
+                   "No such file or directory");
+    /* A character device, but not one of the pseudo_lock driver */
+    assert_refused(qts, "{ 'qom-type': 'memory-backend-pseudolock',"
+                   "  'id': 'pl0', 'path': '/dev/zero' }",
+                   "/dev/zero: ");
+    assert_refused(qts, "{ 'qom-type': 'memory-backend-pseudolock',"
+                   "  'id': 'pl0', 'path': '/dev/zero', 'size': 1048576 }",
+                   "/dev/zero: ");
+    /* Not a device at all */
+    assert_refused(qts, "{ 'qom-type': 'memory-backend-pseudolock',"
+                   "  'id': 'pl0', 'path': '/proc/self/status' }",
+                   "not a character device");
+    assert_refused(qts, "{ 'qom-type': 'memory-backend-pseudolock',"
+                   "  'id': 'pl0', 'path': '/dev/zero', 'share': false }",
+                   "share=off is not supported");
+    qtest_quit(qts);
+}
+
+static void test_query_empty(void)
+{
+    QTestState *qts = qtest_init("-machine none");
+    QDict *resp = qtest_qmp(qts, "{ 'execute': 'query-pseudolock' }");
+
+    g_assert(qdict_haskey(resp, "return"));
+    g_assert(qlist_empty(qdict_get_qlist(resp, "return")));
+    qobject_unref(resp);
+    qtest_quit(qts);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    qtest_add_func("/pseudolock/bad-config", test_bad_config);
+    qtest_add_func("/pseudolock/query-empty", test_query_empty);
+    return g_test_run();
+}
