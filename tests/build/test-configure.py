@@ -14,27 +14,10 @@ import subprocess
 import sys
 import tempfile
 
+from taplib import Tap
+
 TOP = os.environ['QEMU_PSEUDOLOCK_TOP']
 ENTRY_POINTS = ['configure', 'upstream.pins', 'scripts', 'patches']
-
-
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def ok(self, cond, desc, diag=''):
-        self.n += 1
-        self.failed += not cond
-        print(f"{'ok' if cond else 'not ok'} {self.n} - {desc}")
-        if not cond:
-            for line in diag.splitlines():
-                print(f'# {line}')
-        sys.stdout.flush()
-
-    def done(self):
-        print(f'1..{self.n}')
-        return 1 if self.failed else 0
 
 
 def scratch_copy(tmp):

@@ -22,23 +22,12 @@ import time
 
 from qemu.qmp.legacy import QEMUMonitorProtocol
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[0:0] = [HERE, os.path.dirname(HERE)]
 import rig  # noqa: E402  pylint: disable=wrong-import-position
+from taplib import Tap  # noqa: E402  pylint: disable=wrong-import-position
 
 SUBSECTION = b'cpu/rdt-cat'
-
-
-def tap(ok, desc, diag=''):
-    tap.n += 1
-    tap.failed += not ok
-    print(f"{'ok' if ok else 'not ok'} {tap.n} - {desc}", flush=True)
-    if not ok:
-        for line in diag.splitlines():
-            print(f'# {line}', flush=True)
-
-
-tap.n = 0
-tap.failed = 0
 
 
 class Host:
@@ -106,6 +95,7 @@ def migrate_to_file(host, path):
 
 
 def main():
+    tap = Tap()
     args = rig.parse_args(sys.argv[1:])
     with tempfile.TemporaryDirectory() as tmp:
         state = os.path.join(tmp, 'state')
@@ -117,14 +107,14 @@ def main():
                 if line.startswith(('#', 'not ok', 'Bail out')):
                     print(line, flush=True)
             status = migrate_to_file(source, state)
-            tap(status == 'completed', 'the source migrates to a file',
+            tap.ok(status == 'completed', 'the source migrates to a file',
                 f'migration status {status}')
             source.qmp.cmd('quit')
         finally:
             source.close()
 
         with open(state, 'rb') as f:
-            tap(SUBSECTION in f.read(),
+            tap.ok(SUBSECTION in f.read(),
                 'the stream carries the cpu/rdt-cat subsection')
 
         dest = Host(args, tmp, 'dest', ['-incoming', f'file:{state}'])
@@ -139,7 +129,7 @@ def main():
                 time.sleep(0.1)
             dest.qmp.cmd('cont')
             status = dest.qmp.cmd('query-status')['status']
-            tap(status == 'running', 'the destination runs after loading',
+            tap.ok(status == 'running', 'the destination runs after loading',
                 f'status {status}')
             dest.report.sendall(b'go\n')
             # The guest's own checks, renumbered after ours.
@@ -147,7 +137,7 @@ def main():
                 line = dest.read_line(args.timeout)
                 if line.startswith(('ok ', 'not ok ')):
                     ok = line.startswith('ok ')
-                    tap(ok, line.split(' - ', 1)[-1])
+                    tap.ok(ok, line.split(' - ', 1)[-1])
                 elif line.startswith('1..'):
                     break
                 else:
@@ -167,12 +157,11 @@ def main():
         finally:
             plain.close()
         with open(state + '.plain', 'rb') as f:
-            tap(status == 'completed' and SUBSECTION not in f.read(),
+            tap.ok(status == 'completed' and SUBSECTION not in f.read(),
                 'a CPU without cache allocation sends no cpu/rdt-cat',
                 f'migration status {status}')
 
-    print(f'1..{tap.n}')
-    return 1 if tap.failed else 0
+    return tap.done()
 
 
 if __name__ == '__main__':

@@ -16,32 +16,13 @@ import sys
 import tempfile
 
 from qemu.machine import QEMUMachine
+from taplib import Tap
 
 QEMU = os.environ['QEMU_PSEUDOLOCK_QEMU']
 QEMU_SRC = os.environ['QEMU_PSEUDOLOCK_QEMU_SRC']
 TOP = os.environ['QEMU_PSEUDOLOCK_TOP']
 ADDITIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                          'qmp-schema-additions.txt')
-
-
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def ok(self, cond, desc, diag=''):
-        self.n += 1
-        if not cond:
-            self.failed += 1
-        print(f"{'ok' if cond else 'not ok'} {self.n} - {desc}")
-        for line in diag.splitlines():
-            print(f'# {line}')
-        sys.stdout.flush()
-        return cond
-
-    def done(self):
-        print(f'1..{self.n}')
-        return 1 if self.failed else 0
 
 
 def pinned_version():

@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 
+from taplib import Tap
+
 QEMU = os.environ['QEMU_PSEUDOLOCK_QEMU']
 
 GOLDMONT = 'Denverton-v4,model=92'
@@ -50,18 +52,18 @@ def run(cpu):
         capture_output=True, text=True, timeout=60, check=False)
 
 
-def kvm_case(n):
+def kvm_case(tap):
     """Under KVM the MSRs go through KVM's user-space MSR filter."""
     desc = 'with KVM, l2-cat starts (MSR filter) or is refused clearly'
     if not os.access('/dev/kvm', os.R_OK | os.W_OK):
-        print(f'ok {n} - # SKIP {desc}: no usable /dev/kvm on this machine')
-        return 0
+        tap.skip(desc, 'no usable /dev/kvm on this machine')
+        return
     with open('/proc/cpuinfo', encoding='utf-8') as f:
         intel = 'GenuineIntel' in f.read()
     if not intel:
         # KVM gives a guest the host's vendor; Intel models need Intel hosts
-        print(f'ok {n} - # SKIP {desc}: the host CPU is not Intel')
-        return 0
+        tap.skip(desc, 'the host CPU is not Intel')
+        return
     res = subprocess.run(
         [QEMU, '-machine', 'q35', '-accel', 'kvm',
          '-cpu', GOLDMONT + ',l2-cat=on', '-nodefaults', '-display', 'none',
@@ -69,33 +71,26 @@ def kvm_case(n):
         input='{"execute": "qmp_capabilities"}\n{"execute": "quit"}\n',
         capture_output=True, text=True, timeout=60, check=False)
     refused = 'need KVM\'s user-space MSR filter' in res.stderr
-    ok = res.returncode == 0 or (res.returncode == 1 and refused)
-    print(f"{'ok' if ok else 'not ok'} {n} - {desc}")
-    for line in res.stderr.splitlines():
-        print(f'# {line}')
-    return 0 if ok else 1
+    tap.ok(res.returncode == 0 or (res.returncode == 1 and refused), desc,
+           res.stderr)
 
 
 def main():
-    failed = 0
-    for n, (desc, cpu, want) in enumerate(CASES, 1):
+    tap = Tap()
+    for desc, cpu, want in CASES:
         res = run(cpu)
         if want is None:
             ok = res.returncode == 0
         else:
             ok = res.returncode != 0 and want in res.stderr
-        failed += not ok
-        print(f"{'ok' if ok else 'not ok'} {n} - {desc}: -cpu {cpu}")
-        if not ok:
-            print(f'# exit status {res.returncode}, expected '
-                  f'{"0" if want is None else "an error: " + want}')
-            for line in res.stderr.splitlines():
-                print(f'# {line}')
-        elif want is not None:
-            print(f'# {res.stderr.strip().splitlines()[-1]}')
-    failed += kvm_case(len(CASES) + 1)
-    print(f'1..{len(CASES) + 1}')
-    return 1 if failed else 0
+        tap.ok(ok, f'{desc}: -cpu {cpu}',
+               f'exit status {res.returncode}, expected '
+               f'{"0" if want is None else "an error: " + want}\n'
+               + res.stderr)
+        if ok and want is not None:
+            tap.diag(res.stderr.strip().splitlines()[-1])
+    kvm_case(tap)
+    return tap.done()
 
 
 if __name__ == '__main__':
