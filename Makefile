@@ -9,6 +9,12 @@ BUILD ?= build
 B := $(BUILD)
 MESON_TEST_ARGS ?=
 
+# Let ccache serve a clone in another folder (CI clones anew each run):
+# paths below the clone are hashed as relative ones, and the working
+# directory is left out of the hash.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+
 .PHONY: all deps check demo clean help
 
 # What `make` builds of QEMU: the system emulator.  Other upstream targets
