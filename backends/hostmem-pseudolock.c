@@ -362,6 +362,7 @@ static int query_pseudolock_one(Object *obj, void *opaque)
     if (pl->host_cpus) {
         uint32List **cpus_tail = &info->host_cpus;
 
+        info->has_host_cpus = true;
         info->group = g_strdup(pl->group);
         info->has_cache_level = true;
         info->cache_level = pl->cache_level;

@@ -31,6 +31,13 @@ check() {
     if "$@"; then ok "$desc"; else not_ok "$desc"; fi
 }
 
+# check_fails DESCRIPTION COMMAND...: one test, passing when COMMAND fails.
+check_fails() {
+    desc=$1
+    shift
+    if "$@"; then not_ok "$desc"; else ok "$desc"; fi
+}
+
 # check_eq DESCRIPTION EXPECTED ACTUAL
 check_eq() {
     if [ "$2" = "$3" ]; then

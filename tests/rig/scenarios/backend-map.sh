@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# memory-backend-pseudolock against the kernel's real device: the stock
+# kernel pseudo-locks half of an L2 cache, and the fork's QEMU, run
+# inside this emulated host, maps the region as NUMA node 1 of a machine
+# (qtest accelerator: nothing executes guest code, QMP reads and writes
+# guest memory).  Needs the Goldmont host with two L2 modules.
+
+R=/sys/fs/resctrl
+QEMU=/usr/bin/qemu-system-x86_64
+QMP=/tmp/qmp.sock
+NODE1=0x4000000             # node 0 is 64 MiB of RAM, node 1 follows
+qmp() {
+    /rig/bin/qmp-call $QMP "$@"
+}
+
+# start_qemu ARGS...: a QEMU with the region as node 1, in the background
+start_qemu() {
+    rm -f $QMP
+    $QEMU -machine q35 -accel qtest -nodefaults -display none -m 65M \
+        -object memory-backend-ram,id=ram0,size=64M \
+        -numa node,nodeid=0,memdev=ram0 -numa node,nodeid=1,memdev=pl0 \
+        -qmp unix:$QMP,server=on,wait=off "$@" 2>/tmp/qemu.err &
+    qemu_pid=$!
+    for i in $(seq 50); do
+        [ -S $QMP ] && return 0
+        kill -0 $qemu_pid 2>/dev/null || break
+        sleep 0.1
+    done
+    return 1
+}
+
+stop_qemu() {
+    qmp '{"execute": "quit"}' >/dev/null
+    wait $qemu_pid
+}
+
+mount -t resctrl resctrl $R
+echo 'L2:0=00ff' >$R/schemata
+mkdir $R/p0
+echo pseudo-locksetup >$R/p0/mode
+echo 'L2:0=ff00' >$R/p0/schemata
+check_eq "the region is pseudo-locked" pseudo-locked "$(cat $R/p0/mode)"
+size=$(sed -n 's/.*L2:0=//p' $R/p0/size)
+cpus=$(cat $R/p0/cpus_list)
+diag "region p0: $size bytes on L2 cache 0, CPUs $cpus"
+
+pl="memory-backend-pseudolock,id=pl0,path=/dev/pseudo_lock/p0"
+check "QEMU starts with the region as node 1" start_qemu -object $pl
+reply=$(qmp '{"execute": "query-pseudolock"}')
+diag "$reply"
+for field in '"group": "p0"' '"cache-level": 2' '"cache-id": 0' \
+             '"cbm": "ff00"' "\"size\": $size" "\"mapped-size\": $size" \
+             '"created": false' '"path": "/dev/pseudo_lock/p0"'; do
+    check "query-pseudolock says $field" \
+        sh -c "echo '$reply' | grep -q '$field'"
+done
+check "query-pseudolock reports the cache's CPUs ($cpus)" \
+    sh -c "echo '$reply' | grep -q '\"host-cpus\": \[0, 1\]'"
+
+# QEMU mapped first; a second mapping zeroes the region and writes into
+# it: QEMU must see those bytes at node 1's guest-physical address.
+out=$(/rig/bin/pl-map -c "$cpus" -s "$size" -w 77 /dev/pseudo_lock/p0)
+check_eq "a helper on the cache's CPUs writes a pattern" "mapped $size" "$out"
+qmp "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": $((NODE1)), \"size\": $size, \"filename\": \"/tmp/node1\"}}" >/dev/null
+out=$(/rig/bin/pl-map -s "$size" -v 77 /tmp/node1)
+check_eq "node 1 of the guest holds the helper's pattern" "verified $size" "$out"
+
+# One region, one user
+start_second() {
+    $QEMU -machine none -accel qtest -nodefaults -display none \
+        -object $pl 2>/tmp/second.err
+}
+check_fails "a second QEMU on the same region is refused" start_second
+check "saying that the region is in use" grep -q "is in use" /tmp/second.err
+diag "$(cat /tmp/second.err)"
+qmp "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": $((NODE1)), \"size\": $size, \"filename\": \"/tmp/node1\"}}" >/dev/null
+out=$(/rig/bin/pl-map -s "$size" -v 77 /tmp/node1)
+check_eq "and the first guest's memory is intact" "verified $size" "$out"
+stop_qemu
+check "the region outlives a QEMU that did not create it" \
+    test -c /dev/pseudo_lock/p0
+
+# Sizes
+$QEMU -machine none -accel qtest -nodefaults -display none \
+    -object $pl,size=2M 2>/tmp/big.err
+check "size=2M, larger than the region, is refused" \
+    grep -q "size=2 MiB is larger than the pseudo-locked region 'p0' (1 MiB)" /tmp/big.err
+diag "$(cat /tmp/big.err)"
+
+# QEMU's own affinity does not matter: it narrows it for the mmap
+rm -f $QMP
+taskset -c 2 $QEMU -machine none -accel qtest -nodefaults -display none \
+    -object $pl -qmp unix:$QMP,server=on,wait=off 2>/tmp/pinned.err &
+qemu_pid=$!
+for i in $(seq 50); do [ -S $QMP ] && break; sleep 0.1; done
+reply=$(qmp '{"execute": "query-pseudolock"}')
+check "QEMU pinned to CPU 2, outside the cache, still maps the region" \
+    sh -c "echo '$reply' | grep -q '\"mapped-size\": $size'"
+stop_qemu
+
+rmdir $R/p0
+echo 'L2:0=ffff' >$R/schemata
+umount $R
+done_testing
