@@ -104,10 +104,14 @@ static void test_query_empty(void)
 {
     QTestState *qts = qtest_init("-machine none");
     QDict *resp = qtest_qmp(qts, "{ 'execute': 'query-pseudolock' }");
+    g_autofree char *hmp = NULL;
 
     g_assert(qdict_haskey(resp, "return"));
     g_assert(qlist_empty(qdict_get_qlist(resp, "return")));
     qobject_unref(resp);
+
+    hmp = qtest_hmp(qts, "info pseudolock");
+    g_assert_cmpstr(hmp, ==, "No pseudo-locked memory backends\r\n");
     qtest_quit(qts);
 }
 

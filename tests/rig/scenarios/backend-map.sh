@@ -57,6 +57,12 @@ for field in '"group": "p0"' '"cache-level": 2' '"cache-id": 0' \
 done
 check "query-pseudolock reports the cache's CPUs ($cpus)" \
     sh -c "echo '$reply' | grep -q '\"host-cpus\": \[0, 1\]'"
+hmp=$(qmp '{"execute": "human-monitor-command", "arguments": {"command-line": "info pseudolock"}}')
+diag "$hmp"
+check "info pseudolock shows the region" \
+    sh -c "echo '$hmp' | grep -q 'resctrl group p0, L2 cache 0, bitmask ff00, 1 MiB'"
+check "info pseudolock shows the cache's CPUs" \
+    sh -c "echo '$hmp' | grep -q 'host CPUs of the cache: 0,1'"
 
 # QEMU mapped first; a second mapping zeroes the region and writes into
 # it: QEMU must see those bytes at node 1's guest-physical address.
