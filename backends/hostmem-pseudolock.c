@@ -41,7 +41,6 @@ struct HostMemoryBackendPseudolock {
     bool cache_id_set;
 
     /* What the region turned out to be, for query-pseudolock */
-    char *dev_path;
     char *group;
     uint64_t cbm;
     uint32_t domain;
@@ -175,7 +174,7 @@ static bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd,
     if (narrowed && sched_setaffinity(0, sizeof(saved), &saved) < 0) {
         /* Only possible if our cpuset shrank meanwhile: carry on */
         warn_report("cannot restore the CPU affinity after mapping '%s': %s",
-                    pl->dev_path, strerror(errno));
+                    pl->path, strerror(errno));
     }
     if (!ok && !narrowed) {
         error_append_hint(errp, "The calling thread's allowed CPUs must all "
@@ -226,17 +225,14 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
         } else {
             error_setg_errno(errp, errno, "cannot lock '%s'", pl->path);
         }
-        close(fd);
-        return false;
+        goto fail;
     }
 
-    pl->dev_path = g_strdup(pl->path);
     if (!resctrl_group_of_fd(fd, &pl->group, errp)) {
         error_prepend(errp, "%s: ", pl->path);
         error_append_hint(errp, "Give a pseudo-locked region's device, "
                           "/dev/pseudo_lock/<group>.\n");
-        close(fd);
-        return false;
+        goto fail;
     }
     if (!pseudolock_describe_region(pl, &local_err)) {
         /*
@@ -248,8 +244,7 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
             error_propagate(errp, local_err);
             error_append_hint(errp, "Without access to resctrl, give the "
                               "region's size with size=.\n");
-            close(fd);
-            return false;
+            goto fail;
         }
         error_free(local_err);
     } else if (!backend->size) {
@@ -260,22 +255,22 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
 
         error_setg(errp, "size=%s is larger than the pseudo-locked region "
                    "'%s' (%s)", want, pl->group, have);
-        close(fd);
-        return false;
+        goto fail;
     }
     if (!QEMU_IS_ALIGNED(backend->size, qemu_real_host_page_size())) {
         error_setg(errp, "size=%" PRIu64 " is not a multiple of the page "
                    "size (%zu)", backend->size, qemu_real_host_page_size());
-        close(fd);
-        return false;
+        goto fail;
     }
 
     /* On success the RAM block owns fd, and the lock with it */
-    if (!pseudolock_map(pl, fd, errp)) {
-        close(fd);
-        return false;
+    if (pseudolock_map(pl, fd, errp)) {
+        return true;
     }
-    return true;
+
+fail:
+    close(fd);
+    return false;
 }
 
 static char *pseudolock_get_path(Object *o, Error **errp)
@@ -311,7 +306,6 @@ static void pseudolock_backend_instance_finalize(Object *obj)
     HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
 
     g_free(pl->path);
-    g_free(pl->dev_path);
     g_free(pl->group);
     g_free(pl->resctrl_mount);
     if (pl->host_cpus) {
@@ -356,7 +350,7 @@ static int query_pseudolock_one(Object *obj, void *opaque)
     info = g_new0(PseudolockInfo, 1);
     info->id = g_strdup(object_get_canonical_path_component(obj));
     info->qom_path = object_get_canonical_path(obj);
-    info->path = g_strdup(pl->dev_path);
+    info->path = g_strdup(pl->path);
     info->mapped_size = memory_region_size(&MEMORY_BACKEND(pl)->mr);
     info->created = pl->created;
     if (pl->host_cpus) {
