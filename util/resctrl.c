@@ -840,30 +840,6 @@ bool resctrl_group_read(const char *mount, const char *group,
     return true;
 }
 
-char *resctrl_group_of_device(const char *dev_path)
-{
-    static const char prefix[] = RESCTRL_PSEUDO_LOCK_DEV_DIR "/";
-    g_autofree char *canon = NULL;
-    const char *name;
-
-    if (!dev_path || !g_path_is_absolute(dev_path)) {
-        return NULL;
-    }
-    /* g_canonicalize_filename() keeps a leading "//" */
-    while (dev_path[0] == '/' && dev_path[1] == '/') {
-        dev_path++;
-    }
-    canon = g_canonicalize_filename(dev_path, "/");
-    if (!g_str_has_prefix(canon, prefix)) {
-        return NULL;
-    }
-    name = canon + strlen(prefix);
-    if (!resctrl_valid_group_name(name)) {
-        return NULL;
-    }
-    return g_strdup(name);
-}
-
 /* The major number of the pseudo_lock driver, from /proc/devices */
 static bool resctrl_pseudo_lock_major(const char *proc_devices,
                                       unsigned *major, Error **errp)

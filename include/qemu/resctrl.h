@@ -12,7 +12,6 @@
 #define QEMU_RESCTRL_H
 
 #define RESCTRL_DEFAULT_MOUNT "/sys/fs/resctrl"
-#define RESCTRL_PSEUDO_LOCK_DEV_DIR "/dev/pseudo_lock"
 
 /**
  * ResctrlCacheInfo: cache allocation parameters of one cache level
@@ -274,18 +273,6 @@ bool resctrl_group_read(const char *mount, const char *group,
 void resctrl_group_clear(ResctrlGroup *g);
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ResctrlGroup, resctrl_group_clear)
-
-/**
- * resctrl_group_of_device: the group whose pseudo-locked region a device is
- * @dev_path: absolute path such as "/dev/pseudo_lock/p0"
- *
- * The path is normalized ("//" and "." and ".." components) but
- * symbolic links are not followed.
- *
- * Returns: the group name ("p0"), to free with g_free(); NULL if
- * @dev_path is not a device under /dev/pseudo_lock.
- */
-char *resctrl_group_of_device(const char *dev_path);
 
 /**
  * resctrl_group_of_fd: the group whose pseudo-locked region a descriptor is

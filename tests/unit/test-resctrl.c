@@ -854,32 +854,6 @@ static void test_group_read_errors(void)
     tree_free(root);
 }
 
-static void test_group_of_device(void)
-{
-    static const char *const none[] = {
-        "/dev/pseudo_lock/", "/dev/pseudo_lock", "/dev/pseudo_lock/a/b",
-        "/dev/sgx_vepc", "pseudo_lock/p0", "dev/pseudo_lock/p0",
-        "/dev/pseudo_lock/../p0", "/dev/pseudo_lockx/p0",
-        "/tmp/dev/pseudo_lock/p0", "",
-    };
-    static const char *const found[][2] = {
-        { "/dev/pseudo_lock/p0", "p0" },
-        { "/dev//pseudo_lock/./rt-vm", "rt-vm" },
-        { "//dev/pseudo_lock/p0", "p0" },
-    };
-    size_t i;
-
-    for (i = 0; i < ARRAY_SIZE(found); i++) {
-        g_autofree char *name = resctrl_group_of_device(found[i][0]);
-
-        g_assert_cmpstr(name, ==, found[i][1]);
-    }
-    for (i = 0; i < ARRAY_SIZE(none); i++) {
-        g_assert_null(resctrl_group_of_device(none[i]));
-    }
-    g_assert_null(resctrl_group_of_device(NULL));
-}
-
 /*
  * resctrl_group_of_fd_in() with /dev/null (char 1:3) posing as a region:
  * the driver's major comes from a fake /proc/devices, the group from a
@@ -984,7 +958,6 @@ int main(int argc, char **argv)
     g_test_add_func("/resctrl/find-free-bits", test_find_free_bits);
     g_test_add_func("/resctrl/group/read", test_group_read);
     g_test_add_func("/resctrl/group/read-errors", test_group_read_errors);
-    g_test_add_func("/resctrl/group/of-device", test_group_of_device);
     g_test_add_func("/resctrl/lock", test_lock);
 
     return g_test_run();
