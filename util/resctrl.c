@@ -962,3 +962,319 @@ void resctrl_unlock(int fd)
         close(fd);
     }
 }
+
+static bool resctrl_write_file(const char *path, const char *text,
+                               Error **errp)
+{
+    size_t len = strlen(text);
+    ssize_t n;
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "cannot open %s", path);
+        return false;
+    }
+    /* kernfs takes the whole write or refuses it */
+    do {
+        n = write(fd, text, len);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 || (size_t)n != len) {
+        error_setg_errno(errp, n < 0 ? errno : EIO, "cannot write %s",
+                         path);
+        close(fd);
+        return false;
+    }
+    if (close(fd) < 0) {
+        error_setg_errno(errp, errno, "cannot write %s", path);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * Add the kernel's explanation of the last failed resctrl command, from
+ * info/last_cmd_status, to @errp.
+ */
+static void resctrl_append_last_cmd_status(const char *mount, Error **errp)
+{
+    g_autofree char *path = g_build_filename(mount, "info",
+                                             "last_cmd_status", NULL);
+    g_autofree char *text = NULL;
+
+    if (resctrl_read_raw(path, &text) == 0) {
+        g_strstrip(text);
+        if (*text && strcmp(text, "ok")) {
+            error_append_hint(errp, "The kernel says (%s): %s\n", path,
+                              text);
+        }
+    }
+}
+
+bool resctrl_parse_stat_start_time(const char *text, uint64_t *start_time)
+{
+    /* "pid (comm) state ...": comm may hold spaces and parentheses */
+    const char *p = strrchr(text, ')');
+    g_auto(GStrv) fields = NULL;
+
+    if (!p || p[1] != ' ') {
+        return false;
+    }
+    fields = g_strsplit(p + 2, " ", 0);
+    /* field 22 of the line is the 20th after comm */
+    if (g_strv_length(fields) < 20) {
+        return false;
+    }
+    return resctrl_parse_u64(fields[19], 10, start_time);
+}
+
+/* Owner of a process as it appears under @proc (a procfs mount) */
+static bool resctrl_owner_of_pid(const char *proc, const char *pid,
+                                 ResctrlOwner *owner, Error **errp)
+{
+    g_autofree char *ns = g_build_filename(proc, pid, "ns", "pid", NULL);
+    g_autofree char *stat_path = g_build_filename(proc, pid, "stat", NULL);
+    g_autofree char *text = NULL;
+    struct stat st;
+
+    if (stat(ns, &st) < 0) {
+        error_setg_errno(errp, errno, "cannot stat %s", ns);
+        return false;
+    }
+    if (!resctrl_read_file(stat_path, &text, errp)) {
+        return false;
+    }
+    if (!resctrl_parse_u64(pid, 10, &owner->pid) ||
+        !resctrl_parse_stat_start_time(text, &owner->start_time)) {
+        error_setg(errp, "cannot parse %s", stat_path);
+        return false;
+    }
+    owner->pidns = st.st_ino;
+    return true;
+}
+
+bool resctrl_owner_self(ResctrlOwner *owner, Error **errp)
+{
+    g_autofree char *pid = g_strdup_printf("%d", (int)getpid());
+
+    return resctrl_owner_of_pid("/proc", pid, owner, errp);
+}
+
+char *resctrl_owned_group_name(const ResctrlOwner *owner, const char *id)
+{
+    return g_strdup_printf(RESCTRL_OWNED_PREFIX "%" PRIu64 "-%" PRIu64
+                           "-%" PRIu64 "-%s", owner->pidns, owner->pid,
+                           owner->start_time, id);
+}
+
+bool resctrl_parse_owned_group_name(const char *name, ResctrlOwner *owner)
+{
+    g_auto(GStrv) fields = NULL;
+    ResctrlOwner o;
+
+    if (!g_str_has_prefix(name, RESCTRL_OWNED_PREFIX)) {
+        return false;
+    }
+    /* pidns, pid, start time, then an id that may hold '-' itself */
+    fields = g_strsplit(name + strlen(RESCTRL_OWNED_PREFIX), "-", 4);
+    if (g_strv_length(fields) != 4 || !*fields[3] ||
+        !resctrl_parse_u64(fields[0], 10, &o.pidns) ||
+        !resctrl_parse_u64(fields[1], 10, &o.pid) ||
+        !resctrl_parse_u64(fields[2], 10, &o.start_time)) {
+        return false;
+    }
+    *owner = o;
+    return true;
+}
+
+bool resctrl_reclaim_dead_groups_in(const char *mount, const char *proc,
+                                    const ResctrlOwner *self,
+                                    GPtrArray *reclaimed, Error **errp)
+{
+    struct dirent *de;
+    DIR *d = opendir(mount);
+
+    if (!d) {
+        error_setg_errno(errp, errno, "cannot open %s", mount);
+        return false;
+    }
+    while ((de = readdir(d))) {
+        g_autofree char *pid = NULL;
+        g_autofree char *path = NULL;
+        ResctrlOwner o, now;
+
+        if (!resctrl_parse_owned_group_name(de->d_name, &o) ||
+            o.pidns != self->pidns) {
+            /* not ours, or another PID namespace's: /proc cannot tell */
+            continue;
+        }
+        pid = g_strdup_printf("%" PRIu64, o.pid);
+        if (resctrl_owner_of_pid(proc, pid, &now, NULL) &&
+            now.pidns == o.pidns && now.start_time == o.start_time) {
+            continue;           /* its QEMU is alive */
+        }
+        path = g_build_filename(mount, de->d_name, NULL);
+        if (rmdir(path) < 0 && errno != ENOENT) {
+            error_setg_errno(errp, errno, "cannot remove %s, left by a "
+                             "QEMU that is gone", path);
+            closedir(d);
+            return false;
+        }
+        if (reclaimed) {
+            g_ptr_array_add(reclaimed, g_strdup(de->d_name));
+        }
+    }
+    closedir(d);
+    return true;
+}
+
+bool resctrl_reclaim_dead_groups(const char *mount, GPtrArray *reclaimed,
+                                 Error **errp)
+{
+    ResctrlOwner self;
+
+    return resctrl_owner_self(&self, errp) &&
+           resctrl_reclaim_dead_groups_in(mount, "/proc", &self, reclaimed,
+                                          errp);
+}
+
+/* Bytes of cache that one capacity bit stands for on a cache instance */
+static bool resctrl_way_size(const char *mount, unsigned level,
+                             unsigned cache_id, uint64_t *bytes,
+                             Error **errp)
+{
+    g_auto(ResctrlGroup) root = { 0 };
+    g_autofree char *res = g_strdup_printf("L%u", level);
+    g_autoptr(GArray) sizes = NULL;
+    g_autoptr(GArray) masks = NULL;
+    uint64_t size, cbm;
+
+    /*
+     * The kernel computes "size" as cache size / cbm_len * ways, so the
+     * default group's size over its number of ways is exact.
+     */
+    if (!resctrl_group_read(mount, NULL, &root, errp) ||
+        !resctrl_parse_size(root.size, res, &sizes, errp) ||
+        !resctrl_parse_schemata(root.schemata, res, &masks, errp)) {
+        return false;
+    }
+    if (!resctrl_domain_lookup(sizes, cache_id, &size) ||
+        !resctrl_domain_lookup(masks, cache_id, &cbm) || !cbm) {
+        error_setg(errp, "the default group of %s has no %s:%u size", mount,
+                   res, cache_id);
+        return false;
+    }
+    *bytes = size / ctpop64(cbm);
+    return *bytes != 0;
+}
+
+bool resctrl_plan_region(const char *mount, unsigned level,
+                         unsigned cache_id, uint64_t size, uint64_t *cbm,
+                         uint64_t *region_size, Error **errp)
+{
+    ERRP_GUARD();
+    ResctrlCacheInfo info;
+    uint64_t used, way_size, free_bits;
+    unsigned nbits, nfree, longest;
+
+    if (!resctrl_read_cache_info(mount, level, &info, errp)) {
+        return false;
+    }
+    if (info.cdp) {
+        error_setg(errp, "L%u code/data prioritization is on: Linux cannot "
+                   "pseudo-lock then", level);
+        error_append_hint(errp, "Mount resctrl without the cdp and cdpl2 "
+                          "options.\n");
+        return false;
+    }
+    if (!resctrl_used_bits(mount, level, cache_id, &used, errp) ||
+        !resctrl_way_size(mount, level, cache_id, &way_size, errp)) {
+        return false;
+    }
+    used |= info.shareable_bits;
+    nbits = MAX(DIV_ROUND_UP(size, way_size), info.min_cbm_bits);
+    if (nbits <= info.cbm_len && resctrl_find_free_bits(used, info.cbm_len,
+                                                        nbits, cbm)) {
+        *region_size = nbits * way_size;
+        return true;
+    }
+
+    free_bits = ~used & resctrl_low_mask(info.cbm_len);
+    nfree = ctpop64(free_bits);
+    longest = resctrl_longest_free_run(used, info.cbm_len);
+    if (nbits > info.cbm_len) {
+        error_setg(errp, "L%u cache %u is too small for %" PRIu64 " bytes: "
+                   "it has %u ways of %" PRIu64 " bytes", level, cache_id,
+                   size, info.cbm_len, way_size);
+        return false;
+    }
+    error_setg(errp, "not enough free ways on L%u cache %u: %" PRIu64
+               " bytes need %u contiguous ways of %" PRIu64 " bytes, "
+               "%u are free (the longest contiguous run is %u)", level,
+               cache_id, size, nbits, way_size, nfree, longest);
+    error_append_hint(errp, "A region may only use ways that no group, "
+                      "the default group included, holds and that are "
+                      "not shareable with other agents.  See "
+                      "%s/info/L%u/bit_usage, and free ways by shrinking "
+                      "the default group's mask in %s/schemata.\n", mount,
+                      level, mount);
+    return false;
+}
+
+bool resctrl_pseudo_lock_create(const char *mount, const char *group,
+                                unsigned level, unsigned cache_id,
+                                uint64_t cbm, Error **errp)
+{
+    ERRP_GUARD();
+    g_autofree char *dir = NULL;
+    g_autofree char *path = NULL;
+    g_autofree char *line = NULL;
+
+    if (!resctrl_valid_group_name(group)) {
+        error_setg(errp, "invalid resctrl group name '%s'", group);
+        return false;
+    }
+    dir = g_build_filename(mount, group, NULL);
+    if (mkdir(dir, 0755) < 0) {
+        error_setg_errno(errp, errno, "cannot create resctrl group %s", dir);
+        resctrl_append_last_cmd_status(mount, errp);
+        return false;
+    }
+
+    path = g_build_filename(dir, "mode", NULL);
+    if (!resctrl_write_file(path, "pseudo-locksetup\n", errp)) {
+        goto fail;
+    }
+    /* The kernel locks the region while it takes this write */
+    g_free(path);
+    path = g_build_filename(dir, "schemata", NULL);
+    line = g_strdup_printf("L%u:%u=%" PRIx64 "\n", level, cache_id, cbm);
+    if (!resctrl_write_file(path, line, errp)) {
+        goto fail;
+    }
+    return true;
+
+fail:
+    resctrl_append_last_cmd_status(mount, errp);
+    if (rmdir(dir) < 0) {
+        error_append_hint(errp, "Could not remove %s again: %s\n", dir,
+                          strerror(errno));
+    }
+    return false;
+}
+
+bool resctrl_group_remove(const char *mount, const char *group,
+                          Error **errp)
+{
+    g_autofree char *dir = NULL;
+
+    if (!resctrl_valid_group_name(group)) {
+        error_setg(errp, "invalid resctrl group name '%s'", group);
+        return false;
+    }
+    dir = g_build_filename(mount, group, NULL);
+    if (rmdir(dir) < 0 && errno != ENOENT) {
+        error_setg_errno(errp, errno, "cannot remove resctrl group %s", dir);
+        return false;
+    }
+    return true;
+}

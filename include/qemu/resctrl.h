@@ -326,4 +326,153 @@ bool resctrl_lock(const char *mount, int *fd, Error **errp);
  */
 void resctrl_unlock(int fd);
 
+/*
+ * Groups that QEMU creates are named RESCTRL_OWNED_PREFIX followed by
+ * "<pid namespace inode>-<pid>-<start time>-<object id>", so that a
+ * group whose QEMU is gone can be told from one whose QEMU is alive.
+ */
+#define RESCTRL_OWNED_PREFIX "qemu-pl-"
+
+/**
+ * ResctrlOwner: the process that created a group
+ * @pidns: inode number of its PID namespace (/proc/PID/ns/pid)
+ * @pid: process id in that namespace
+ * @start_time: start time in clock ticks after boot (field 22 of
+ *     /proc/PID/stat), which tells a reused pid from its first owner
+ */
+typedef struct ResctrlOwner {
+    uint64_t pidns;
+    uint64_t pid;
+    uint64_t start_time;
+} ResctrlOwner;
+
+/**
+ * resctrl_owner_self: the #ResctrlOwner of this process
+ * @owner: filled on success
+ * @errp: pointer to a NULL-initialized error object
+ *
+ * Returns: true on success, false with @errp set if /proc cannot be read.
+ */
+bool resctrl_owner_self(ResctrlOwner *owner, Error **errp);
+
+/**
+ * resctrl_parse_stat_start_time: the start time from a /proc/PID/stat line
+ * @text: the content of the file
+ * @start_time: on success, field 22
+ *
+ * The command name (field 2) may contain spaces and parentheses.
+ *
+ * Returns: true on success, false if @text is malformed.
+ */
+bool resctrl_parse_stat_start_time(const char *text, uint64_t *start_time);
+
+/**
+ * resctrl_owned_group_name: the name of a group that @owner creates
+ * @owner: the creating process
+ * @id: the object id; must not be empty
+ *
+ * Returns: the name; free with g_free().
+ */
+char *resctrl_owned_group_name(const ResctrlOwner *owner, const char *id);
+
+/**
+ * resctrl_parse_owned_group_name: who created a group, from its name
+ * @name: a group name
+ * @owner: on success, the owner that resctrl_owned_group_name() encoded
+ *
+ * Returns: true if @name has the form of resctrl_owned_group_name().
+ */
+bool resctrl_parse_owned_group_name(const char *name, ResctrlOwner *owner);
+
+/**
+ * resctrl_reclaim_dead_groups: remove groups whose creating QEMU is gone
+ * @mount: resctrl mount point
+ * @reclaimed: if not NULL, the removed groups' names are added to it
+ * @errp: pointer to a NULL-initialized error object
+ *
+ * Removes every group named by resctrl_owned_group_name() whose owner is
+ * in this process's PID namespace and no longer runs: no process has its
+ * pid, or the one that has it started at another time.  Groups of other
+ * PID namespaces and every other group are left alone.  Hold
+ * resctrl_lock().
+ *
+ * Returns: true on success, false with @errp set if the mount cannot be
+ * listed or a dead owner's group cannot be removed.
+ */
+bool resctrl_reclaim_dead_groups(const char *mount, GPtrArray *reclaimed,
+                                 Error **errp);
+
+/**
+ * resctrl_reclaim_dead_groups_in: resctrl_reclaim_dead_groups() with
+ *     another procfs and owner, for tests
+ * @mount: resctrl mount point
+ * @proc: a directory laid out like /proc (PID/stat and PID/ns/pid)
+ * @self: the owner whose PID namespace counts
+ * @reclaimed: as for resctrl_reclaim_dead_groups()
+ * @errp: as for resctrl_reclaim_dead_groups()
+ *
+ * Returns: as resctrl_reclaim_dead_groups().
+ */
+bool resctrl_reclaim_dead_groups_in(const char *mount, const char *proc,
+                                    const ResctrlOwner *self,
+                                    GPtrArray *reclaimed, Error **errp);
+
+/**
+ * resctrl_plan_region: choose the ways of a new pseudo-locked region
+ * @mount: resctrl mount point
+ * @level: cache level (2 or 3)
+ * @cache_id: cache (domain) id
+ * @size: bytes wanted
+ * @cbm: on success, the bitmask to lock: the highest run of contiguous
+ *     ways, enough for @size and at least min_cbm_bits, that no group
+ *     holds (see resctrl_used_bits()) and that is not shareable
+ * @region_size: on success, the bytes that @cbm locks (@size rounded up
+ *     to whole ways)
+ * @errp: pointer to a NULL-initialized error object
+ *
+ * Hold resctrl_lock() from here until the group has its schemata.
+ *
+ * Returns: true on success; false with @errp set if the level has no
+ * cache allocation or has code/data prioritization on, @cache_id is
+ * unknown, or there are not enough free ways (the message says how many
+ * are free and where to look).
+ */
+bool resctrl_plan_region(const char *mount, unsigned level,
+                         unsigned cache_id, uint64_t size, uint64_t *cbm,
+                         uint64_t *region_size, Error **errp);
+
+/**
+ * resctrl_pseudo_lock_create: create a group and pseudo-lock a region
+ * @mount: resctrl mount point
+ * @group: name of the new group
+ * @level: cache level (2 or 3)
+ * @cache_id: cache (domain) id
+ * @cbm: ways to lock, as from resctrl_plan_region()
+ * @errp: pointer to a NULL-initialized error object
+ *
+ * Creates the group, sets its mode to pseudo-locksetup and writes the
+ * schemata, whereupon the kernel loads the region into the cache and
+ * creates the device pseudo_lock/@group.  On failure the group is
+ * removed again and the message includes info/last_cmd_status.  Hold
+ * resctrl_lock().
+ *
+ * Returns: true on success, false with @errp set.
+ */
+bool resctrl_pseudo_lock_create(const char *mount, const char *group,
+                                unsigned level, unsigned cache_id,
+                                uint64_t cbm, Error **errp);
+
+/**
+ * resctrl_group_remove: remove a resource group
+ * @mount: resctrl mount point
+ * @group: group name
+ * @errp: pointer to a NULL-initialized error object
+ *
+ * A group that is already gone counts as removed.
+ *
+ * Returns: true on success, false with @errp set.
+ */
+bool resctrl_group_remove(const char *mount, const char *group,
+                          Error **errp);
+
 #endif /* QEMU_RESCTRL_H */

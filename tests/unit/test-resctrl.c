@@ -13,6 +13,7 @@
 
 #include "qapi/error.h"
 #include "qemu/resctrl.h"
+#include "qemu/units.h"
 
 /* Remove a directory tree */
 static void rm_rf(const char *path)
@@ -933,6 +934,166 @@ static void test_lock(void)
     tree_free(root);
 }
 
+static void test_stat_start_time(void)
+{
+    uint64_t t = 0;
+
+    g_assert_true(resctrl_parse_stat_start_time(
+        "4242 (qemu-system-x86) S 1 4242 4242 0 -1 4194560 9000 0 0 0 "
+        "12 34 0 0 20 0 7 0 987654 3000000000 5000 18446744073709551615\n",
+        &t));
+    g_assert_cmpuint(t, ==, 987654);
+    /* a process name may hold spaces and parentheses */
+    g_assert_true(resctrl_parse_stat_start_time(
+        "7 (a) b (c) S 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 55 1 1 1\n",
+        &t));
+    g_assert_cmpuint(t, ==, 55);
+    g_assert_false(resctrl_parse_stat_start_time("7 (a S 1 2 3\n", &t));
+    g_assert_false(resctrl_parse_stat_start_time("7 (a) S 1 2 3\n", &t));
+    g_assert_false(resctrl_parse_stat_start_time(
+        "7 (a) S 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 x5 1\n", &t));
+}
+
+static void test_owned_group_name(void)
+{
+    ResctrlOwner o = { .pidns = 4026531836u, .pid = 1234,
+                       .start_time = 98765 };
+    ResctrlOwner back;
+    g_autofree char *name = resctrl_owned_group_name(&o, "pl-0.a_b");
+
+    g_assert_cmpstr(name, ==, "qemu-pl-4026531836-1234-98765-pl-0.a_b");
+    g_assert_true(resctrl_parse_owned_group_name(name, &back));
+    g_assert_cmpuint(back.pidns, ==, o.pidns);
+    g_assert_cmpuint(back.pid, ==, o.pid);
+    g_assert_cmpuint(back.start_time, ==, o.start_time);
+
+    g_assert_false(resctrl_parse_owned_group_name("p0", &back));
+    g_assert_false(resctrl_parse_owned_group_name("qemu-pl-1-2-3-", &back));
+    g_assert_false(resctrl_parse_owned_group_name("qemu-pl-1-2-3", &back));
+    g_assert_false(resctrl_parse_owned_group_name("qemu-pl-1-x-3-a", &back));
+    g_assert_false(resctrl_parse_owned_group_name("qemu-pl--2-3-a", &back));
+}
+
+/* A fake /proc entry: PID/stat with @start_time, PID/ns/pid */
+static void put_proc(const char *root, unsigned pid, uint64_t start_time,
+                     const char *ns)
+{
+    g_autofree char *stat = g_strdup_printf("proc/%u/stat", pid);
+    g_autofree char *ns_rel = g_strdup_printf("proc/%u/ns/pid", pid);
+    g_autofree char *line = g_strdup_printf(
+        "%u (qemu (x)) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %" PRIu64
+        " 1 1\n", pid, start_time);
+
+    put_file(root, stat, line);
+    put_file(root, ns_rel, ns);
+}
+
+static uint64_t inode_of(const char *root, const char *rel)
+{
+    g_autofree char *path = g_build_filename(root, rel, NULL);
+    struct stat st;
+
+    g_assert_cmpint(stat(path, &st), ==, 0);
+    return st.st_ino;
+}
+
+static void test_reclaim_dead_groups(void)
+{
+    char *root = tree_new("mnt/p0", NULL, "mnt/info", NULL, NULL);
+    g_autofree char *mnt = g_build_filename(root, "mnt", NULL);
+    g_autofree char *proc = g_build_filename(root, "proc", NULL);
+    g_autoptr(GPtrArray) reclaimed = g_ptr_array_new_with_free_func(g_free);
+    ResctrlOwner self, other_ns;
+    const char *live, *reused, *gone, *foreign;
+    Error *err = NULL;
+
+    /* this QEMU (pid 100) and a process of another PID namespace */
+    put_proc(root, 100, 5555, "ns-a");
+    put_proc(root, 300, 1, "ns-b");
+    self = (ResctrlOwner) { inode_of(root, "proc/100/ns/pid"), 100, 5555 };
+    other_ns = (ResctrlOwner) { inode_of(root, "proc/300/ns/pid"), 300, 1 };
+    g_assert_cmpuint(self.pidns, !=, other_ns.pidns);
+
+    live = resctrl_owned_group_name(&self, "live");
+    reused = resctrl_owned_group_name(
+        &(ResctrlOwner) { self.pidns, 100, 4444 }, "reused-pid");
+    gone = resctrl_owned_group_name(
+        &(ResctrlOwner) { self.pidns, 200, 1 }, "gone");
+    /* pid 400 means nothing in our namespace: never reclaimed */
+    foreign = resctrl_owned_group_name(
+        &(ResctrlOwner) { other_ns.pidns, 400, 1 }, "foreign");
+    put_dir(mnt, live);
+    put_dir(mnt, reused);
+    put_dir(mnt, gone);
+    put_dir(mnt, foreign);
+
+    g_assert_true(resctrl_reclaim_dead_groups_in(mnt, proc, &self,
+                                                 reclaimed, &err));
+    g_assert_null(err);
+    g_assert_cmpuint(reclaimed->len, ==, 2);
+    g_assert_true(g_ptr_array_find_with_equal_func(reclaimed, reused,
+                                                   g_str_equal, NULL));
+    g_assert_true(g_ptr_array_find_with_equal_func(reclaimed, gone,
+                                                   g_str_equal, NULL));
+    for (const char *const *n = (const char *const[]) {
+             live, foreign, "p0", "info", NULL }; *n; n++) {
+        g_autofree char *path = g_build_filename(mnt, *n, NULL);
+
+        g_assert_true(g_file_test(path, G_FILE_TEST_IS_DIR));
+    }
+    g_free((char *)live);
+    g_free((char *)reused);
+    g_free((char *)gone);
+    g_free((char *)foreign);
+    tree_free(root);
+}
+
+static void test_plan_region(void)
+{
+    char *root = tree_l2_modes();
+    char *l3 = tree_l3();
+    char *cdp = tree_l2_cdp();
+    uint64_t cbm, size;
+    Error *err = NULL;
+
+    /* domain 0: ways 7-11 free, 64 KiB each */
+    g_assert_true(resctrl_plan_region(root, 2, 0, 128 * KiB, &cbm, &size,
+                                      &err));
+    g_assert_cmphex(cbm, ==, 0x0c00);
+    g_assert_cmpuint(size, ==, 128 * KiB);
+    g_assert_true(resctrl_plan_region(root, 2, 0, 100000, &cbm, &size,
+                                      &err));
+    g_assert_cmphex(cbm, ==, 0x0c00);
+    g_assert_cmpuint(size, ==, 128 * KiB);
+    g_assert_true(resctrl_plan_region(root, 2, 0, 320 * KiB, &cbm, &size,
+                                      &err));
+    g_assert_cmphex(cbm, ==, 0x0f80);
+    resctrl_plan_region(root, 2, 0, 384 * KiB, &cbm, &size, &err);
+    assert_error(&err, "need 6 contiguous ways of 65536 bytes, 5 are free",
+                 "longest contiguous run is 5");
+    resctrl_plan_region(root, 2, 1, 2 * MiB, &cbm, &size, &err);
+    assert_error(&err, "L2 cache 1 is too small", "16 ways of 65536");
+    resctrl_plan_region(root, 2, 7, 64 * KiB, &cbm, &size, &err);
+    assert_error(&err, "unknown L2 cache id 7", NULL);
+    resctrl_plan_region(root, 3, 0, 64 * KiB, &cbm, &size, &err);
+    assert_error(&err, "L3", NULL);
+
+    /* L3: shareable ways 9-10 are not free; at least two ways */
+    g_assert_true(resctrl_plan_region(l3, 3, 0, 1 * MiB, &cbm, &size,
+                                      &err));
+    g_assert_cmphex(cbm, ==, 0x003);
+    g_assert_cmpuint(size, ==, 2 * MiB);
+    resctrl_plan_region(l3, 3, 0, 3 * MiB, &cbm, &size, &err);
+    assert_error(&err, "3 are free", "longest contiguous run is 2");
+
+    resctrl_plan_region(cdp, 2, 0, 64 * KiB, &cbm, &size, &err);
+    assert_error(&err, "code/data prioritization is on", NULL);
+
+    tree_free(root);
+    tree_free(l3);
+    tree_free(cdp);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -959,6 +1120,10 @@ int main(int argc, char **argv)
     g_test_add_func("/resctrl/group/read", test_group_read);
     g_test_add_func("/resctrl/group/read-errors", test_group_read_errors);
     g_test_add_func("/resctrl/lock", test_lock);
+    g_test_add_func("/resctrl/owner/stat-start-time", test_stat_start_time);
+    g_test_add_func("/resctrl/owner/group-name", test_owned_group_name);
+    g_test_add_func("/resctrl/owner/reclaim", test_reclaim_dead_groups);
+    g_test_add_func("/resctrl/plan-region", test_plan_region);
 
     return g_test_run();
 }
