@@ -20,11 +20,13 @@
 #include <sys/file.h>
 #include "qapi/error.h"
 #include "qapi/qapi-commands-pseudolock.h"
+#include "qapi/visitor.h"
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
 #include "qemu/resctrl.h"
 #include "qom/object_interfaces.h"
 #include "system/hostmem.h"
+#include "system/system.h"
 
 #define TYPE_MEMORY_BACKEND_PSEUDOLOCK "memory-backend-pseudolock"
 
@@ -48,7 +50,26 @@ struct HostMemoryBackendPseudolock {
     GArray *host_cpus;          /* of unsigned */
     bool created;
     char *resctrl_mount;
+
+    /* The device mapping, until released */
+    void *host;
+    uint64_t mapped_size;
+    int fd;
+
+    QLIST_ENTRY(HostMemoryBackendPseudolock) created_next;
 };
+
+/*
+ * Backends that created their group, which must be removed when QEMU
+ * exits: the machine still holds its RAM backends then and nothing
+ * finalizes them.
+ */
+static QLIST_HEAD(, HostMemoryBackendPseudolock) pseudolock_created =
+    QLIST_HEAD_INITIALIZER(pseudolock_created);
+static Notifier pseudolock_exit_notifier;
+
+/* How long the device may take to appear after the group is locked */
+#define PSEUDOLOCK_DEVICE_WAIT_MS 5000
 
 /*
  * Find out which region @fd is: its group, cache level and domain, size,
@@ -183,6 +204,153 @@ static bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd,
     return ok;
 }
 
+/*
+ * Let go of the device at once, not when RCU gets round to freeing the
+ * RAM block: put anonymous memory in place of the mapping, so that a
+ * late reader sees zeroes rather than a fault, and the null device in
+ * place of the descriptor, so that the block's own munmap() and close()
+ * stay harmless.  That drops the last reference to the open device, and
+ * with it the lock on the region; only then may the group be removed,
+ * because the kernel never frees a region whose group is removed while
+ * its device is open.
+ */
+static void pseudolock_release_mapping(HostMemoryBackendPseudolock *pl)
+{
+    int devnull;
+
+    if (!pl->host) {
+        return;
+    }
+    if (mmap(pl->host, pl->mapped_size, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+        warn_report("cannot unmap pseudo-locked region '%s': %s", pl->group,
+                    strerror(errno));
+    }
+    devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0 || dup3(devnull, pl->fd, O_CLOEXEC) < 0) {
+        warn_report("cannot close pseudo-locked region '%s': %s", pl->group,
+                    strerror(errno));
+    }
+    if (devnull >= 0) {
+        close(devnull);
+    }
+    pl->host = NULL;
+    pl->fd = -1;
+}
+
+/* Remove the group this backend created, under the resctrl lock */
+static void pseudolock_remove_group(HostMemoryBackendPseudolock *pl)
+{
+    Error *err = NULL;
+    int lock_fd = -1;
+
+    if (!pl->created) {
+        return;
+    }
+    QLIST_REMOVE(pl, created_next);
+    pl->created = false;
+    if (!resctrl_lock(pl->resctrl_mount, &lock_fd, &err) ||
+        !resctrl_group_remove(pl->resctrl_mount, pl->group, &err)) {
+        error_prepend(&err, "pseudo-locked region '%s' stays: ", pl->group);
+        warn_report_err(err);
+    }
+    resctrl_unlock(lock_fd);
+}
+
+static void pseudolock_exit_notify(Notifier *n, void *data)
+{
+    HostMemoryBackendPseudolock *pl, *next;
+
+    QLIST_FOREACH_SAFE(pl, &pseudolock_created, created_next, next) {
+        pseudolock_release_mapping(pl);
+        pseudolock_remove_group(pl);
+    }
+}
+
+static bool pseudolock_wait_for_device(const char *path, Error **errp)
+{
+    int waited;
+
+    /* devtmpfs has it at once; udev may take a moment */
+    for (waited = 0; waited < PSEUDOLOCK_DEVICE_WAIT_MS; waited += 10) {
+        if (g_file_test(path, G_FILE_TEST_EXISTS)) {
+            return true;
+        }
+        g_usleep(10 * 1000);
+    }
+    error_setg(errp, "%s did not appear within %d ms of locking the region",
+               path, PSEUDOLOCK_DEVICE_WAIT_MS);
+    error_append_hint(errp, "Is devtmpfs or udev managing /dev?\n");
+    return false;
+}
+
+/*
+ * Create a group and pseudo-lock enough free ways of the chosen cache
+ * for size=.  Its name tells which QEMU process made it, so that a
+ * QEMU that was killed leaves a group the next one can recognise and
+ * remove; that happens here, under the lock that libvirt takes too.
+ */
+static bool pseudolock_create_region(HostMemoryBackendPseudolock *pl,
+                                     Error **errp)
+{
+    ERRP_GUARD();
+    HostMemoryBackend *backend = MEMORY_BACKEND(pl);
+    const char *id = object_get_canonical_path_component(OBJECT(pl));
+    g_autoptr(GPtrArray) reclaimed = g_ptr_array_new_with_free_func(g_free);
+    g_autofree char *group = NULL;
+    ResctrlOwner self;
+    uint64_t cbm, region_size;
+    int lock_fd;
+    bool ok;
+    guint i;
+
+    if (!pl->cache_level || !pl->cache_id_set || !backend->size) {
+        error_setg(errp, "give either path= to map an existing region, "
+                   "or cache-level=, cache-id= and size= to create one");
+        return false;
+    }
+    if (!id) {
+        error_setg(errp, "a memory-backend-pseudolock that creates its "
+                   "region needs an id");
+        return false;
+    }
+    if (!resctrl_find_mount(&pl->resctrl_mount, errp) ||
+        !resctrl_owner_self(&self, errp)) {
+        return false;
+    }
+    group = resctrl_owned_group_name(&self, id);
+
+    if (!resctrl_lock(pl->resctrl_mount, &lock_fd, errp)) {
+        return false;
+    }
+    ok = resctrl_reclaim_dead_groups(pl->resctrl_mount, reclaimed, errp) &&
+         resctrl_plan_region(pl->resctrl_mount, pl->cache_level,
+                             pl->cache_id, backend->size, &cbm,
+                             &region_size, errp) &&
+         resctrl_pseudo_lock_create(pl->resctrl_mount, group,
+                                    pl->cache_level, pl->cache_id, cbm,
+                                    errp);
+    resctrl_unlock(lock_fd);
+    for (i = 0; i < reclaimed->len; i++) {
+        info_report("removed resctrl group %s: the QEMU that created it "
+                    "is gone", (char *)g_ptr_array_index(reclaimed, i));
+    }
+    if (!ok) {
+        return false;
+    }
+
+    pl->group = g_steal_pointer(&group);
+    pl->created = true;
+    if (!pseudolock_exit_notifier.notify) {
+        pseudolock_exit_notifier.notify = pseudolock_exit_notify;
+        qemu_add_exit_notifier(&pseudolock_exit_notifier);
+    }
+    QLIST_INSERT_HEAD(&pseudolock_created, pl, created_next);
+    g_free(pl->path);
+    pl->path = g_strdup_printf("/dev/pseudo_lock/%s", pl->group);
+    return pseudolock_wait_for_device(pl->path, errp);
+}
+
 static bool
 pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
 {
@@ -191,10 +359,9 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
     Error *local_err = NULL;
     int fd;
 
-    if (!pl->path) {
-        error_setg(errp, "property 'path' is required");
-        error_append_hint(errp, "Give the region's device, such as "
-                          "path=/dev/pseudo_lock/<group>.\n");
+    if (pl->path && (pl->cache_level || pl->cache_id_set)) {
+        error_setg(errp, "path= maps an existing region, cache-level= and "
+                   "cache-id= create one: give one or the other");
         return false;
     }
     if (!backend->share) {
@@ -209,9 +376,13 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
         return false;
     }
 
+    if (!pl->path && !pseudolock_create_region(pl, errp)) {
+        goto fail_created;
+    }
+
     fd = qemu_open(pl->path, O_RDWR, errp);
     if (fd < 0) {
-        return false;
+        goto fail_created;
     }
     /*
      * Every mmap of the device zeroes the region: a second user would
@@ -265,11 +436,16 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
 
     /* On success the RAM block owns fd, and the lock with it */
     if (pseudolock_map(pl, fd, errp)) {
+        pl->host = memory_region_get_ram_ptr(&backend->mr);
+        pl->mapped_size = backend->size;
+        pl->fd = fd;
         return true;
     }
 
 fail:
     close(fd);
+fail_created:
+    pseudolock_remove_group(pl);
     return false;
 }
 
@@ -291,9 +467,69 @@ static void pseudolock_set_path(Object *o, const char *value, Error **errp)
     pl->path = g_strdup(value);
 }
 
+static void pseudolock_get_cache_level(Object *obj, Visitor *v,
+                                       const char *name, void *opaque,
+                                       Error **errp)
+{
+    HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
+
+    visit_type_uint32(v, name, &pl->cache_level, errp);
+}
+
+static void pseudolock_set_cache_level(Object *obj, Visitor *v,
+                                       const char *name, void *opaque,
+                                       Error **errp)
+{
+    HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
+    uint32_t level;
+
+    if (host_memory_backend_mr_inited(MEMORY_BACKEND(obj))) {
+        error_setg(errp, "cannot change property '%s' of %s", name,
+                   object_get_typename(obj));
+        return;
+    }
+    if (!visit_type_uint32(v, name, &level, errp)) {
+        return;
+    }
+    if (level != 2 && level != 3) {
+        error_setg(errp, "cache-level=%" PRIu32 " is not supported: Linux "
+                   "pseudo-locks L2 or L3 caches, so give 2 or 3", level);
+        return;
+    }
+    pl->cache_level = level;
+}
+
+static void pseudolock_get_cache_id(Object *obj, Visitor *v,
+                                    const char *name, void *opaque,
+                                    Error **errp)
+{
+    HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
+
+    visit_type_uint32(v, name, &pl->cache_id, errp);
+}
+
+static void pseudolock_set_cache_id(Object *obj, Visitor *v,
+                                    const char *name, void *opaque,
+                                    Error **errp)
+{
+    HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
+
+    if (host_memory_backend_mr_inited(MEMORY_BACKEND(obj))) {
+        error_setg(errp, "cannot change property '%s' of %s", name,
+                   object_get_typename(obj));
+        return;
+    }
+    if (visit_type_uint32(v, name, &pl->cache_id, errp)) {
+        pl->cache_id_set = true;
+    }
+}
+
 static void pseudolock_backend_instance_init(Object *obj)
 {
     HostMemoryBackend *backend = MEMORY_BACKEND(obj);
+    HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
+
+    pl->fd = -1;
 
     /* The device maps shared only; neither KSM nor core dumps apply */
     backend->share = true;
@@ -305,6 +541,12 @@ static void pseudolock_backend_instance_finalize(Object *obj)
 {
     HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
 
+    /*
+     * object-del: free the region now, and its group if we made it; the
+     * RAM block itself goes later, after an RCU grace period.
+     */
+    pseudolock_release_mapping(pl);
+    pseudolock_remove_group(pl);
     g_free(pl->path);
     g_free(pl->group);
     g_free(pl->resctrl_mount);
@@ -323,6 +565,17 @@ static void pseudolock_backend_class_init(ObjectClass *oc, void *data)
                                   pseudolock_set_path);
     object_class_property_set_description(oc, "path",
         "the region's device, /dev/pseudo_lock/<group>, or /dev/fdset/<n>");
+    object_class_property_add(oc, "cache-level", "uint32",
+                              pseudolock_get_cache_level,
+                              pseudolock_set_cache_level, NULL, NULL);
+    object_class_property_set_description(oc, "cache-level",
+        "create the region in this cache level (2 or 3), instead of path=");
+    object_class_property_add(oc, "cache-id", "uint32",
+                              pseudolock_get_cache_id,
+                              pseudolock_set_cache_id, NULL, NULL);
+    object_class_property_set_description(oc, "cache-id",
+        "create the region in the cache instance of this id (as in "
+        "resctrl schemata files)");
 }
 
 static const TypeInfo pseudolock_backend_info = {

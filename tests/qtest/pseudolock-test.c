@@ -73,13 +73,48 @@ static void assert_refused(QTestState *qts, const char *args,
     g_assert_cmpint(count_fds(qts), ==, fds);
 }
 
+static bool resctrl_mounted(void)
+{
+    g_autofree char *mountinfo = NULL;
+
+    g_assert_true(g_file_get_contents("/proc/self/mountinfo", &mountinfo,
+                                      NULL, NULL));
+    return strstr(mountinfo, " - resctrl ") != NULL;
+}
+
 static void test_bad_config(void)
 {
     QTestState *qts = qtest_init("-machine none");
 
     assert_refused(qts, "{ 'qom-type': 'memory-backend-pseudolock',"
                    "  'id': 'pl0' }",
-                   "'path' is missing");
+                   "give either path= to map an existing region, or "
+                   "cache-level=, cache-id= and size= to create one");
+    /* Creating a region: the parameters are checked before resctrl */
+    assert_refused(qts, "{ 'qom-type': 'memory-backend-pseudolock',"
+                   "  'id': 'pl0', 'cache-level': 4, 'cache-id': 0,"
+                   "  'size': 1048576 }",
+                   "cache-level=4 is not supported: Linux pseudo-locks L2 "
+                   "or L3 caches, so give 2 or 3");
+    assert_refused(qts, "{ 'qom-type': 'memory-backend-pseudolock',"
+                   "  'id': 'pl0', 'cache-level': 2, 'size': 1048576 }",
+                   "cache-level=, cache-id= and size= to create one");
+    assert_refused(qts, "{ 'qom-type': 'memory-backend-pseudolock',"
+                   "  'id': 'pl0', 'cache-level': 2, 'cache-id': 0 }",
+                   "cache-level=, cache-id= and size= to create one");
+    assert_refused(qts, "{ 'qom-type': 'memory-backend-pseudolock',"
+                   "  'id': 'pl0', 'path': '/dev/zero', 'cache-level': 2,"
+                   "  'cache-id': 0 }",
+                   "give one or the other");
+    if (!resctrl_mounted()) {
+        assert_refused(qts, "{ 'qom-type': 'memory-backend-pseudolock',"
+                       "  'id': 'pl0', 'cache-level': 2, 'cache-id': 0,"
+                       "  'size': 1048576 }",
+                       "resctrl filesystem not mounted");
+    } else {
+        g_test_message("resctrl is mounted here: the error without it "
+                       "is not tested");
+    }
     assert_refused(qts, "{ 'qom-type': 'memory-backend-pseudolock',"
                    "  'id': 'pl0', 'path': '/nonexistent/pseudo_lock' }",
                    "No such file or directory");
