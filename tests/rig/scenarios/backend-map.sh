@@ -106,6 +106,52 @@ check "QEMU pinned to CPU 2, outside the cache, still maps the region" \
 stop_qemu
 
 rmdir $R/p0
+
+# Created-group mode: QEMU locks free ways of L2 cache 0 itself (ways
+# 8-15, 128 KiB each, are free again now that p0 is gone) and removes
+# its group on quit.
+created="memory-backend-pseudolock,id=pl0,cache-level=2,cache-id=0,size=1M"
+check "QEMU creates a 1 MiB region as node 1" start_qemu -object $created
+# (check runs start_qemu in a subshell: its $qemu_pid is not ours)
+group=$(cd $R && ls -d qemu-pl-*-pl0 2>/dev/null)
+diag "created group: $group, $(cat $R/$group/schemata 2>/dev/null)"
+check "its group is named after the QEMU process and the object" \
+    test -n "$group"
+check_eq "the group is pseudo-locked" pseudo-locked "$(cat $R/$group/mode)"
+check_eq "on the 8 free ways" "L2:0=ff00" "$(cat $R/$group/schemata)"
+reply=$(qmp '{"execute": "query-pseudolock"}')
+diag "$reply"
+diag "QEMU: $(grep -v 'TCG doesn' /tmp/qemu.err)"
+check "query-pseudolock says created" \
+    sh -c "echo '$reply' | grep -q '\"created\": true'"
+check "and names the group" sh -c "echo '$reply' | grep -q '\"group\": \"$group\"'"
+stop_qemu
+check "quit removes the group" test ! -e "$R/$group"
+check "and its device" test ! -e "/dev/pseudo_lock/$group"
+
+# A killed QEMU leaves its group; the next QEMU recognises it and
+# removes it before it creates its own.
+start_qemu -object $created
+dead_pid=$qemu_pid
+kill -9 $dead_pid
+wait $dead_pid 2>/dev/null
+dead=$(cd $R && ls -d qemu-pl-*-$dead_pid-*-pl0 2>/dev/null)
+check "a killed QEMU leaves its group behind" test -n "$dead"
+check "the next QEMU creates its region" start_qemu -object $created
+check "after reclaiming the dead QEMU's group" test ! -e "$R/$dead"
+check "and says so" grep -q "removed resctrl group $dead" /tmp/qemu.err
+stop_qemu
+
+# Not enough free ways: the default group holds all but two
+echo 'L2:0=3fff' >$R/schemata
+$QEMU -machine none -accel qtest -nodefaults -display none \
+    -object $created 2>/tmp/nofree.err
+diag "$(cat /tmp/nofree.err)"
+check "too few free ways: the error counts them" \
+    grep -q "need 8 contiguous ways of 131072 bytes, 2 are free" /tmp/nofree.err
+check "and points at bit_usage" grep -q "info/L2/bit_usage" /tmp/nofree.err
+check "no group is left behind" sh -c "! ls -d $R/qemu-pl-* 2>/dev/null"
+
 echo 'L2:0=ffff' >$R/schemata
 umount $R
 done_testing
