@@ -105,6 +105,26 @@ check "QEMU pinned to CPU 2, outside the cache, still maps the region" \
     sh -c "echo '$reply' | grep -q '\"mapped-size\": $size'"
 stop_qemu
 
+# A cpuset without the cache's CPUs: QEMU cannot map the region and
+# says which CPUs it needs.
+CG=/sys/fs/cgroup
+mount -t cgroup2 cgroup2 $CG
+echo +cpuset >$CG/cgroup.subtree_control
+mkdir $CG/far
+echo 2-3 >$CG/far/cpuset.cpus
+start_in_far_cpuset() {
+    sh -c "echo \$\$ >$CG/far/cgroup.procs && exec $QEMU -machine none \
+        -accel qtest -nodefaults -display none -object $pl" 2>/tmp/cpuset.err
+}
+check_fails "QEMU in a cpuset of CPUs 2-3 cannot map a region of CPUs 0-1" \
+    start_in_far_cpuset
+diag "$(grep -v 'TCG doesn' /tmp/cpuset.err)"
+check "and names the CPUs it needs" \
+    grep -q "cannot run on CPUs 0,1, the CPUs of the cache" /tmp/cpuset.err
+check "and where to allow them" grep -q "cpuset or cgroup" /tmp/cpuset.err
+rmdir $CG/far
+umount $CG
+
 rmdir $R/p0
 
 # Created-group mode: QEMU locks free ways of L2 cache 0 itself (ways
