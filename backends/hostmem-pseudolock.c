@@ -449,6 +449,18 @@ fail_created:
     return false;
 }
 
+/* Where the region comes from cannot change once it is mapped */
+static bool pseudolock_property_frozen(Object *o, const char *name,
+                                       Error **errp)
+{
+    if (host_memory_backend_mr_inited(MEMORY_BACKEND(o))) {
+        error_setg(errp, "cannot change property '%s' of %s", name,
+                   object_get_typename(o));
+        return true;
+    }
+    return false;
+}
+
 static char *pseudolock_get_path(Object *o, Error **errp)
 {
     return g_strdup(MEMORY_BACKEND_PSEUDOLOCK(o)->path);
@@ -458,9 +470,7 @@ static void pseudolock_set_path(Object *o, const char *value, Error **errp)
 {
     HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(o);
 
-    if (host_memory_backend_mr_inited(MEMORY_BACKEND(o))) {
-        error_setg(errp, "cannot change property 'path' of %s",
-                   object_get_typename(o));
+    if (pseudolock_property_frozen(o, "path", errp)) {
         return;
     }
     g_free(pl->path);
@@ -483,9 +493,7 @@ static void pseudolock_set_cache_level(Object *obj, Visitor *v,
     HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
     uint32_t level;
 
-    if (host_memory_backend_mr_inited(MEMORY_BACKEND(obj))) {
-        error_setg(errp, "cannot change property '%s' of %s", name,
-                   object_get_typename(obj));
+    if (pseudolock_property_frozen(obj, name, errp)) {
         return;
     }
     if (!visit_type_uint32(v, name, &level, errp)) {
@@ -514,9 +522,7 @@ static void pseudolock_set_cache_id(Object *obj, Visitor *v,
 {
     HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
 
-    if (host_memory_backend_mr_inited(MEMORY_BACKEND(obj))) {
-        error_setg(errp, "cannot change property '%s' of %s", name,
-                   object_get_typename(obj));
+    if (pseudolock_property_frozen(obj, name, errp)) {
         return;
     }
     if (visit_type_uint32(v, name, &pl->cache_id, errp)) {
