@@ -593,6 +593,21 @@ static const TypeInfo pseudolock_backend_info = {
     .instance_size = sizeof(HostMemoryBackendPseudolock),
 };
 
+/*
+ * Whether the region's group is still there and pseudo-locked.  Linux
+ * lets the group be removed while the device is mapped; the mapping
+ * stays valid but the region is orphaned.  A new group of the same name
+ * cannot take its place: the kernel refuses to lock another region on a
+ * cache that still holds the orphan.
+ */
+static bool pseudolock_still_locked(HostMemoryBackendPseudolock *pl)
+{
+    g_auto(ResctrlGroup) g = { 0 };
+
+    return resctrl_group_read(pl->resctrl_mount, pl->group, &g, NULL) &&
+           g.mode == RESCTRL_MODE_PSEUDO_LOCKED;
+}
+
 static int query_pseudolock_one(Object *obj, void *opaque)
 {
     PseudolockInfoList ***tail = opaque;
@@ -628,6 +643,8 @@ static int query_pseudolock_one(Object *obj, void *opaque)
             QAPI_LIST_APPEND(cpus_tail,
                              g_array_index(pl->host_cpus, unsigned, i));
         }
+        info->has_locked = true;
+        info->locked = pseudolock_still_locked(pl);
     }
     QAPI_LIST_APPEND(*tail, info);
     return 0;
