@@ -173,5 +173,52 @@ check "and points at bit_usage" grep -q "info/L2/bit_usage" /tmp/nofree.err
 check "no group is left behind" sh -c "! ls -d $R/qemu-pl-* 2>/dev/null"
 
 echo 'L2:0=ffff' >$R/schemata
+
+# rmdir of the group while QEMU maps its region.  Linux lets it happen
+# and orphans the region; QEMU keeps the guest's memory and reports it.
+# (Do not remount resctrl after this: the stock kernel then oopses on
+# the next pseudo-lock of this cache, see docs/system/i386/pseudolock.rst.)
+echo 'L2:0=00ff' >$R/schemata
+mkdir $R/gone
+echo pseudo-locksetup >$R/gone/mode
+echo 'L2:0=ff00' >$R/gone/schemata
+start_qemu -object memory-backend-pseudolock,id=pl0,path=/dev/pseudo_lock/gone
+out=$(/rig/bin/pl-map -c "$cpus" -s "$size" -w 79 /dev/pseudo_lock/gone)
+check_eq "a helper writes a pattern into region 'gone'" "mapped $size" "$out"
+reply=$(qmp '{"execute": "query-pseudolock"}')
+check "query-pseudolock says locked while the group exists" \
+    sh -c "echo '$reply' | grep -q '\"locked\": true'"
+check "rmdir of the group succeeds while QEMU maps it" rmdir $R/gone
+reply=$(qmp '{"execute": "query-pseudolock"}')
+diag "$reply"
+check "query-pseudolock then says not locked" \
+    sh -c "echo '$reply' | grep -q '\"locked\": false'"
+hmp=$(qmp '{"execute": "human-monitor-command", "arguments": {"command-line": "info pseudolock"}}')
+check "info pseudolock says so" \
+    sh -c "echo '$hmp' | grep -q 'NOT LOCKED: resctrl group gone was removed'"
+qmp "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": $((NODE1)), \"size\": $size, \"filename\": \"/tmp/node1\"}}" >/dev/null
+out=$(/rig/bin/pl-map -s "$size" -v 79 /tmp/node1)
+check_eq "the guest's memory is intact" "verified $size" "$out"
+diag "bit_usage with the orphan: $(cat $R/info/L2/bit_usage)"
+check "the kernel keeps the orphan's ways locked (bit_usage P)" \
+    sh -c "grep -q '0=PPPPPPPPSSSSSSSS' $R/info/L2/bit_usage"
+check_fails "so the default group cannot take them" \
+    sh -c "echo 'L2:0=ffff' >$R/schemata"
+check "the orphan's device node stays" test -c /dev/pseudo_lock/gone
+out=$(/rig/bin/pl-map -c "$cpus" /dev/pseudo_lock/gone 2>&1)
+check_eq "but cannot be opened again" \
+    "pl-map: cannot open /dev/pseudo_lock/gone: No such device" "$out"
+stop_qemu
+check_eq "QEMU quits normally" 0 $?
+check "after QEMU closed it, the orphan's node is still there" \
+    test -c /dev/pseudo_lock/gone
+mkdir $R/again
+echo pseudo-locksetup >$R/again/mode
+check_fails "and no new region can be locked on that cache" \
+    sh -c "echo 'L2:0=ff00' >$R/again/schemata"
+check_eq "because the orphan is still in the hierarchy" \
+    "Pseudo-locked region in hierarchy" "$(cat $R/info/last_cmd_status)"
+rmdir $R/again
+
 umount $R
 done_testing
