@@ -6,13 +6,16 @@
  * mapping holds it.  The outcome is one line on stdout that a scenario
  * can test: "mapped SIZE", "verified SIZE", or "mmap: ERRNO-NAME".
  *
- * Usage: pl-map [-c CPU-LIST] [-s SIZE] [-w BYTE | -v BYTE | -z] DEVICE
+ * Usage: pl-map [-c CPU-LIST] [-s SIZE] [-p] [-w BYTE | -v BYTE | -z] DEVICE
  *   -c CPU-LIST  CPUs to run on, as in cpus_list files ("0", "0-3,6")
  *   -s SIZE      bytes to map (default: 4096)
  *   -w BYTE      fill the mapping with BYTE (0-255) at every position
  *                XOR'ed with its page number, so that pages differ
  *   -v BYTE      check that the mapping holds what -w BYTE wrote
  *   -z           check that the mapping reads as zeroes
+ *   -p           after mapping (and writing), print "mapped SIZE" and
+ *                wait for SIGUSR1 before checking: the mapping stays
+ *                while another process maps the device and writes
  *
  * Exit status: 0 on success, 1 when mmap fails, 2 on a verification
  * mismatch, 3 on a usage or setup error.
@@ -24,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,13 +88,14 @@ int main(int argc, char **argv)
 {
     const char *cpus = NULL;
     size_t size = 4096;
-    int write_seed = -1, verify_seed = -1, zero = 0;
+    int write_seed = -1, verify_seed = -1, zero = 0, pause = 0;
+    sigset_t usr1;
     cpu_set_t set;
     unsigned char *map;
     size_t i;
     int opt, fd;
 
-    while ((opt = getopt(argc, argv, "c:s:w:v:z")) != -1) {
+    while ((opt = getopt(argc, argv, "c:s:w:v:zp")) != -1) {
         switch (opt) {
         case 'c':
             cpus = optarg;
@@ -107,15 +112,22 @@ int main(int argc, char **argv)
         case 'z':
             zero = 1;
             break;
+        case 'p':
+            pause = 1;
+            break;
         default:
             return 3;
         }
     }
     if (optind != argc - 1 || !size) {
         fprintf(stderr, "usage: pl-map [-c CPU-LIST] [-s SIZE] "
-                "[-w BYTE | -v BYTE | -z] DEVICE\n");
+                "[-p] [-w BYTE | -v BYTE | -z] DEVICE\n");
         return 3;
     }
+    /* Blocked from the start, so that an early SIGUSR1 is not lost */
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, NULL);
     if (cpus) {
         if (parse_cpus(cpus, &set) < 0) {
             fprintf(stderr, "pl-map: bad CPU list '%s'\n", cpus);
@@ -144,6 +156,13 @@ int main(int argc, char **argv)
         for (i = 0; i < size; i++) {
             map[i] = pattern_at(write_seed, i);
         }
+    }
+    if (pause) {
+        int sig;
+
+        printf("mapped %zu\n", size);
+        fflush(stdout);
+        sigwait(&usr1, &sig);
     }
     for (i = 0; i < size; i++) {
         int want = zero ? 0 : verify_seed >= 0 ? pattern_at(verify_seed, i)

@@ -11,10 +11,12 @@ QEMU=/usr/bin/qemu-system-x86_64
 QMP=/tmp/qmp.sock
 NODE1=0x4000000             # node 0 is 64 MiB of RAM, node 1 follows
 qmp() {
-    /rig/bin/qmp-call $QMP "$@"
+    /rig/bin/qmp-call $QMP "$@" | tr -d '\r'
 }
 
-# start_qemu ARGS...: a QEMU with the region as node 1, in the background
+# start_qemu ARGS...: a QEMU with the region as node 1, in the background;
+# returns once QMP answers, which is after the machine's first reset
+# (the monitor's socket exists long before)
 start_qemu() {
     rm -f $QMP
     $QEMU -machine q35 -accel qtest -nodefaults -display none -m 65M \
@@ -23,7 +25,8 @@ start_qemu() {
         -qmp unix:$QMP,server=on,wait=off "$@" 2>/tmp/qemu.err &
     qemu_pid=$!
     for i in $(seq 50); do
-        [ -S $QMP ] && return 0
+        [ -S $QMP ] && qmp '{"execute": "query-status"}' >/dev/null 2>&1 &&
+            return 0
         kill -0 $qemu_pid 2>/dev/null || break
         sleep 0.1
     done
@@ -86,6 +89,26 @@ check_eq "and the first guest's memory is intact" "verified $size" "$out"
 stop_qemu
 check "the region outlives a QEMU that did not create it" \
     test -c /dev/pseudo_lock/p0
+
+# The other direction: a helper maps the region first and waits.  QEMU's
+# own mmap zeroes the region again, then its loader device writes a file
+# into node 1 at reset: the helper's mapping must see those bytes.
+dd if=/dev/zero of=/tmp/pattern bs=$size count=1 2>/dev/null
+/rig/bin/pl-map -s "$size" -w 78 /tmp/pattern >/dev/null
+/rig/bin/pl-map -c "$cpus" -s "$size" -p -v 78 /dev/pseudo_lock/p0 \
+    >/tmp/helper.out &
+helper=$!
+for i in $(seq 50); do
+    grep -q mapped /tmp/helper.out && break
+    sleep 0.1
+done
+check "QEMU starts while a helper maps the region" start_qemu -object $pl \
+    -device loader,file=/tmp/pattern,addr=$NODE1,force-raw=on
+kill -USR1 $helper
+wait $helper
+check_eq "the helper reads what QEMU wrote into node 1" "verified $size" \
+    "$(tail -n 1 /tmp/helper.out)"
+stop_qemu
 
 # Sizes
 $QEMU -machine none -accel qtest -nodefaults -display none \
