@@ -185,6 +185,55 @@ check "after reclaiming the dead QEMU's group" test ! -e "$R/$dead"
 check "and says so" grep -q "removed resctrl group $dead" /tmp/qemu.err
 stop_qemu
 
+# Hot-plug from a management stack: object-add creates the region on a
+# running q35 machine and device_add plugs it as a DIMM.  While plugged
+# it cannot be deleted; once the guest has ejected the DIMM (qtest plays
+# the guest's ACPI _EJ0), object-del frees the mapping and the group.
+QTEST=/tmp/qtest.sock
+rm -f $QMP $QTEST
+$QEMU -machine q35 -accel qtest -nodefaults -display none \
+    -m 64M,slots=2,maxmem=1G -qmp unix:$QMP,server=on,wait=off \
+    -qtest unix:$QTEST,server=on,wait=off 2>/tmp/hotplug.err &
+qemu_pid=$!
+for i in $(seq 50); do [ -S $QMP ] && [ -S $QTEST ] && break; sleep 0.1; done
+reply=$(qmp '{"execute": "object-add", "arguments": {"qom-type": "memory-backend-pseudolock", "id": "pl1", "cache-level": 2, "cache-id": 0, "size": 1048576}}')
+check_eq "object-add creates a region on a running machine" \
+    '{"return": {}}' "$reply"
+group=$(cd $R && ls -d qemu-pl-*-$qemu_pid-*-pl1 2>/dev/null)
+check "its group is there" test -n "$group"
+reply=$(qmp '{"execute": "device_add", "arguments": {"driver": "pc-dimm", "id": "dimm1", "memdev": "pl1"}}')
+check_eq "device_add plugs it as a pc-dimm" '{"return": {}}' "$reply"
+reply=$(qmp '{"execute": "query-memory-devices"}')
+diag "$reply"
+addr=$(echo "$reply" | sed -n 's/.*"addr": \([0-9]*\).*/\1/p')
+check "query-memory-devices lists the DIMM" test -n "$addr"
+out=$(/rig/bin/pl-map -c "$cpus" -s "$size" -w 80 /dev/pseudo_lock/$group)
+qmp "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": $addr, \"size\": $size, \"filename\": \"/tmp/dimm\"}}" >/dev/null
+out=$(/rig/bin/pl-map -s "$size" -v 80 /tmp/dimm)
+check_eq "the DIMM's guest-physical range is the region" "verified $size" "$out"
+reply=$(qmp '{"execute": "object-del", "arguments": {"id": "pl1"}}')
+diag "$reply"
+check "object-del of the plugged backend is refused" \
+    sh -c "echo '$reply' | grep -q 'is in use'"
+reply=$(qmp '{"execute": "device_del", "arguments": {"id": "dimm1"}}')
+check_eq "device_del asks the guest to eject the DIMM" '{"return": {}}' "$reply"
+out=$(/rig/bin/qtest-call $QTEST "outl 0xa00 0" "outb 0xa14 8")
+check_eq "the guest ejects it (slot 0)" "OK
+OK" "$out"
+reply=$(qmp '{"execute": "query-memory-devices"}')
+check_eq "the DIMM is gone" '{"return": []}' "$reply"
+reply=$(qmp '{"execute": "object-del", "arguments": {"id": "pl1"}}')
+check_eq "object-del now succeeds" '{"return": {}}' "$reply"
+check "and removes the group" test ! -e "$R/$group"
+check "and its device" test ! -e "/dev/pseudo_lock/$group"
+check "QEMU maps no pseudo-locked memory any more" \
+    sh -c "! grep -q pseudo_lock /proc/$qemu_pid/maps"
+check "and holds no descriptor of it" \
+    sh -c "! ls -l /proc/$qemu_pid/fd | grep -q pseudo_lock"
+reply=$(qmp '{"execute": "query-pseudolock"}')
+check_eq "query-pseudolock is empty" '{"return": []}' "$reply"
+stop_qemu
+
 # Not enough free ways: the default group holds all but two
 echo 'L2:0=3fff' >$R/schemata
 $QEMU -machine none -accel qtest -nodefaults -display none \
