@@ -1167,6 +1167,38 @@ static bool resctrl_way_size(const char *mount, unsigned level,
     return *bytes != 0;
 }
 
+/*
+ * Linux locks at most one region per cache instance (the whole cache
+ * hierarchy, in fact: rdtgroup_pseudo_locked_in_hierarchy()), and
+ * bit_usage shows a locked region's ways as 'P'.  Catch the common case
+ * here, to say what to do instead; the kernel's own refusal, in
+ * last_cmd_status, covers a region in another level.
+ */
+static bool resctrl_check_no_region(const char *mount, unsigned level,
+                                    unsigned cache_id, Error **errp)
+{
+    g_autofree char *path = g_strdup_printf("%s/info/L%u/bit_usage", mount,
+                                            level);
+    g_autofree char *text = NULL;
+    uint64_t used, locked;
+
+    if (!resctrl_read_file(path, &text, errp) ||
+        !resctrl_parse_bit_usage(text, cache_id, &used, &locked, errp)) {
+        return false;
+    }
+    if (locked) {
+        error_setg(errp, "L%u cache %u already holds a pseudo-locked region "
+                   "(bitmask %" PRIx64 "), and Linux locks one region per "
+                   "cache", level, cache_id, locked);
+        error_append_hint(errp, "Use another cache-id=, or map the existing "
+                          "region with path=/dev/pseudo_lock/<group>.  "
+                          "The group whose mode is pseudo-locked under %s "
+                          "holds it.\n", mount);
+        return false;
+    }
+    return true;
+}
+
 bool resctrl_plan_region(const char *mount, unsigned level,
                          unsigned cache_id, uint64_t size, uint64_t *cbm,
                          uint64_t *region_size, Error **errp)
@@ -1192,8 +1224,16 @@ bool resctrl_plan_region(const char *mount, unsigned level,
     }
     used |= info.shareable_bits;
     nbits = MAX(DIV_ROUND_UP(size, way_size), info.min_cbm_bits);
-    if (nbits <= info.cbm_len && resctrl_find_free_bits(used, info.cbm_len,
-                                                        nbits, cbm)) {
+    if (nbits > info.cbm_len) {
+        error_setg(errp, "L%u cache %u is too small for %" PRIu64 " bytes: "
+                   "it has %u ways of %" PRIu64 " bytes", level, cache_id,
+                   size, info.cbm_len, way_size);
+        return false;
+    }
+    if (!resctrl_check_no_region(mount, level, cache_id, errp)) {
+        return false;
+    }
+    if (resctrl_find_free_bits(used, info.cbm_len, nbits, cbm)) {
         *region_size = nbits * way_size;
         return true;
     }
@@ -1201,12 +1241,6 @@ bool resctrl_plan_region(const char *mount, unsigned level,
     free_bits = ~used & resctrl_low_mask(info.cbm_len);
     nfree = ctpop64(free_bits);
     longest = resctrl_longest_free_run(used, info.cbm_len);
-    if (nbits > info.cbm_len) {
-        error_setg(errp, "L%u cache %u is too small for %" PRIu64 " bytes: "
-                   "it has %u ways of %" PRIu64 " bytes", level, cache_id,
-                   size, info.cbm_len, way_size);
-        return false;
-    }
     error_setg(errp, "not enough free ways on L%u cache %u: %" PRIu64
                " bytes need %u contiguous ways of %" PRIu64 " bytes, "
                "%u are free (the longest contiguous run is %u)", level,

@@ -1056,6 +1056,19 @@ static void test_plan_region(void)
     uint64_t cbm, size;
     Error *err = NULL;
 
+    /* p0 and p1 are locked: no other region on either cache */
+    resctrl_plan_region(root, 2, 0, 64 * KiB, &cbm, &size, &err);
+    assert_error(&err, "L2 cache 0 already holds a pseudo-locked region "
+                 "(bitmask f000)", "one region per cache");
+    resctrl_plan_region(root, 2, 1, 64 * KiB, &cbm, &size, &err);
+    assert_error(&err, "L2 cache 1 already holds", NULL);
+
+    /* The same ways held by exclusive groups instead */
+    put_file(root, "p0/mode", "exclusive\n");
+    put_file(root, "p1/mode", "exclusive\n");
+    put_file(root, "info/L2/bit_usage",
+               "0=EEEE00000ESSSSSS;1=EE0ESSSSSSSSSSSS\n");
+
     /* domain 0: ways 7-11 free, 64 KiB each */
     g_assert_true(resctrl_plan_region(root, 2, 0, 128 * KiB, &cbm, &size,
                                       &err));
