@@ -201,6 +201,49 @@ check_eq "object-add creates a region on a running machine" \
     '{"return": {}}' "$reply"
 group=$(cd $R && ls -d qemu-pl-*-$qemu_pid-*-pl1 2>/dev/null)
 check "its group is there" test -n "$group"
+
+# Refusals on the running machine leave nothing behind in it.  A cache
+# holds one pseudo-locked region at most, so p2, of four ways (512 KiB),
+# is on the other module's L2 (cache 1, CPUs 2-3).  Ways 4-7 of cache 0
+# are free, yet no second region fits there.
+echo 'L2:0=000f;1=000f' >$R/schemata
+mkdir $R/p2
+echo pseudo-locksetup >$R/p2/mode
+echo 'L2:1=00f0' >$R/p2/schemata
+check_eq "region p2 is locked on L2 cache 1" pseudo-locked "$(cat $R/p2/mode)"
+pl_fds() {
+    ls -l /proc/$qemu_pid/fd | grep -c pseudo_lock
+}
+# object-add arguments | what the refusal must say
+while IFS='|' read -r args want; do
+    reply=$(qmp "{\"execute\": \"object-add\", \"arguments\": {\"qom-type\": \"memory-backend-pseudolock\", \"id\": \"bad\", $args}}")
+    diag "$args: $reply"
+    case $reply in
+    *'"error"'*"$want"*) ok "object-add with $args is refused: $want" ;;
+    *) not_ok "object-add with $args is refused: $want" ;;
+    esac
+done <<EOF
+"cache-level": 2, "cache-id": 0, "size": 4194304|L2 cache 0 is too small for 4194304 bytes: it has 16 ways of 131072 bytes
+"cache-level": 2, "cache-id": 7, "size": 1048576|unknown L2 cache id 7
+"cache-level": 2, "cache-id": 0, "size": 262144|L2 cache 0 already holds a pseudo-locked region (bitmask ff00), and Linux locks one region per cache
+"path": "/dev/pseudo_lock/$group"|is in use by another process or memory backend
+"path": "/dev/pseudo_lock/p2", "size": 1048576|size=1 MiB is larger than the pseudo-locked region 'p2' (512 KiB)
+"path": "/dev/pseudo_lock/p2", "size": 4097|size=4097 is not a multiple of the page size (4096)
+"path": "/dev/pseudo_lock/p2", "share": false|share=off is not supported
+"path": "/dev/pseudo_lock/p2", "policy": "bind", "host-nodes": [0]|host-nodes and policy do not apply
+"path": "/dev/zero"|is not a pseudo-locked region
+"path": "/dev/pseudo_lock/nothere"|Could not open '/dev/pseudo_lock/nothere'
+"path": "/dev/pseudo_lock/p2", "cache-level": 2, "cache-id": 0|give one or the other
+"cache-level": 2, "size": 1048576|give either path= to map an existing region, or cache-level=, cache-id= and size=
+EOF
+check_eq "and leaves no group but pl1's" "$group" \
+    "$(cd $R && ls -d qemu-pl-* 2>/dev/null)"
+check_eq "and no descriptor but pl1's" 1 "$(pl_fds)"
+check_eq "and no mapping but pl1's" 1 \
+    "$(grep -c pseudo_lock /proc/$qemu_pid/maps)"
+rmdir $R/p2
+echo 'L2:0=00ff;1=ffff' >$R/schemata
+
 reply=$(qmp '{"execute": "device_add", "arguments": {"driver": "pc-dimm", "id": "dimm1", "memdev": "pl1"}}')
 check_eq "device_add plugs it as a pc-dimm" '{"return": {}}' "$reply"
 reply=$(qmp '{"execute": "query-memory-devices"}')
