@@ -148,6 +148,84 @@ check "and where to allow them" grep -q "cpuset or cgroup" /tmp/cpuset.err
 rmdir $CG/far
 umount $CG
 
+# An unprivileged QEMU: its manager opens the device (root only) and
+# passes the descriptor (-add-fd, path=/dev/fdset/N).
+mkdir -p /etc
+echo 'nobody:x:65534:65534:nobody:/:/bin/sh' >>/etc/passwd
+echo 'nogroup:x:65534:' >>/etc/group
+chmod 1777 /tmp
+as_nobody() {
+    su -s /bin/sh nobody -c "$*"
+}
+fdset="-add-fd fd=3,set=1 -object memory-backend-pseudolock,id=pl0,path=/dev/fdset/1"
+# start_nobody WRAPPER PREFIX ARGS...: start_qemu's machine, as nobody,
+# with the device on descriptor 3.  WRAPPER runs su (as root), PREFIX
+# runs QEMU (as nobody).
+start_nobody() {
+    wrapper=$1
+    prefix=$2
+    shift 2
+    rm -f $QMP
+    $wrapper su -s /bin/sh nobody -c "$prefix $QEMU -machine q35 -accel qtest \
+        -nodefaults -display none -m 65M \
+        -object memory-backend-ram,id=ram0,size=64M \
+        -numa node,nodeid=0,memdev=ram0 -numa node,nodeid=1,memdev=pl0 \
+        -qmp unix:$QMP,server=on,wait=off $*" \
+        3<>/dev/pseudo_lock/p0 2>/tmp/nobody.err &
+    qemu_pid=$!
+    for i in $(seq 50); do
+        [ -S $QMP ] && qmp '{"execute": "query-status"}' >/dev/null 2>&1 &&
+            return 0
+        kill -0 $qemu_pid 2>/dev/null || break
+        sleep 0.1
+    done
+    return 1
+}
+# without_resctrl COMMAND...: COMMAND in a mount namespace without resctrl
+without_resctrl() {
+    unshare -m sh -c "umount $R && exec \"\$@\"" sh "$@"
+}
+as_nobody "$QEMU -machine none -accel qtest -nodefaults -display none \
+    -object $pl" 2>/tmp/nobody.err
+check "QEMU as nobody cannot open the device itself" \
+    grep -q "Could not open '/dev/pseudo_lock/p0': Permission denied" \
+    /tmp/nobody.err
+start_nobody "" "" $fdset
+reply=$(qmp '{"execute": "query-pseudolock"}')
+diag "$reply"
+check "given the descriptor, it maps the region" \
+    sh -c "echo '$reply' | grep -q '\"mapped-size\": $size'"
+check "and query-pseudolock names the path it was given" \
+    sh -c "echo '$reply' | grep -q '\"path\": \"/dev/fdset/1\"'"
+check "and the region's group, read from resctrl" \
+    sh -c "echo '$reply' | grep -q '\"group\": \"p0\"'"
+out=$(/rig/bin/pl-map -c "$cpus" -s "$size" -w 81 /dev/pseudo_lock/p0)
+qmp "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": $((NODE1)), \"size\": $size, \"filename\": \"/tmp/node1-nobody\"}}" >/dev/null
+out=$(/rig/bin/pl-map -s "$size" -v 81 /tmp/node1-nobody)
+check_eq "node 1 is the region" "verified $size" "$out"
+stop_qemu
+
+# Where QEMU cannot see resctrl at all (a mount namespace without it),
+# it cannot learn the size or the CPUs: size= is needed, and its own
+# affinity must fit the cache.
+start_nobody without_resctrl "" $fdset
+check "without resctrl and without size=, QEMU refuses" \
+    grep -q "give the region's size with size=" /tmp/nobody.err
+diag "$(grep -v 'TCG doesn' /tmp/nobody.err)"
+check "(resctrl stays mounted outside that namespace)" test -d $R/p0
+start_nobody without_resctrl "taskset -c 2" $fdset,size=$size
+check "and with size= but CPUs outside the cache, too" \
+    grep -q "share the region's cache" /tmp/nobody.err
+diag "$(grep -v 'TCG doesn' /tmp/nobody.err)"
+start_nobody without_resctrl "taskset -c $cpus" $fdset,size=$size
+reply=$(qmp '{"execute": "query-pseudolock"}')
+diag "$reply"
+check "with size= and the cache's CPUs, it maps the region" \
+    sh -c "echo '$reply' | grep -q '\"mapped-size\": $size'"
+check "and query-pseudolock leaves out what it could not read" \
+    sh -c "! echo '$reply' | grep -q '\"group\"'"
+stop_qemu
+
 rmdir $R/p0
 
 # Created-group mode: QEMU locks free ways of L2 cache 0 itself (ways
