@@ -272,11 +272,11 @@ static bool pseudolock_wait_for_device(const char *path, Error **errp)
     int waited;
 
     /* devtmpfs has it at once; udev may take a moment */
-    for (waited = 0; waited < PSEUDOLOCK_DEVICE_WAIT_MS; waited += 10) {
+    for (waited = 0; waited < PSEUDOLOCK_DEVICE_WAIT_MS; waited++) {
         if (g_file_test(path, G_FILE_TEST_EXISTS)) {
             return true;
         }
-        g_usleep(10 * 1000);
+        g_usleep(1000);
     }
     error_setg(errp, "%s did not appear within %d ms of locking the region",
                path, PSEUDOLOCK_DEVICE_WAIT_MS);
