@@ -3,6 +3,7 @@
 # make          install missing Debian packages, configure if needed, build
 # make check    build, then run every test suite of the project
 # make demo     build, then boot a guest on the fork's QEMU
+# make bench    build, then run the benchmarks and print their figures
 # make clean    remove the build directory (downloads stay cached)
 
 BUILD ?= build
@@ -15,7 +16,7 @@ MESON_TEST_ARGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps check demo clean help
+.PHONY: all deps check demo bench clean help
 
 # What `make` builds of QEMU: the system emulator.  Other upstream targets
 # (qemu-img, the unit tests, ...) build on request: ninja -C build/qemu TARGET
@@ -43,8 +44,12 @@ check: all
 demo: all
 	@scripts/demo $(B)
 
+# Benchmarks print figures in their TAP comments; run-bench shows them
+bench: all
+	@scripts/run-bench $(B) $(MESON_TEST_ARGS)
+
 clean:
 	rm -rf $(B)
 
 help:
-	@sed -n '3,6p' Makefile | sed 's/^# //'
+	@sed -n '3,7p' Makefile | sed 's/^# //'
