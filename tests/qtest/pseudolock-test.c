@@ -132,6 +132,10 @@ static void test_bad_config(void)
     assert_refused(qts, "{ 'qom-type': 'memory-backend-pseudolock',"
                    "  'id': 'pl0', 'path': '/dev/zero', 'share': false }",
                    "share=off is not supported");
+    assert_refused(qts, "{ 'qom-type': 'memory-backend-pseudolock',"
+                   "  'id': 'pl0', 'path': '/dev/zero', 'policy': 'bind',"
+                   "  'host-nodes': [ 0 ] }",
+                   "host-nodes and policy do not apply");
     qtest_quit(qts);
 }
 
