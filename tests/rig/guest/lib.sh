@@ -61,3 +61,11 @@ cmdline_arg() {
 cpuinfo_field() {
     sed -n "s/^$1[[:space:]]*: //p" /proc/cpuinfo | head -n 1
 }
+
+# pseudo_lock GROUP SCHEMATA-LINE: create resctrl group GROUP and lock
+# the region SCHEMATA-LINE names ("L2:0=ff00"); fails as the kernel does
+pseudo_lock() {
+    mkdir /sys/fs/resctrl/$1 &&
+        echo pseudo-locksetup >/sys/fs/resctrl/$1/mode &&
+        echo "$2" >/sys/fs/resctrl/$1/schemata
+}

@@ -68,9 +68,7 @@ pair() {
 
 mount -t resctrl resctrl $R
 echo 'L2:0=00ff' >$R/schemata
-mkdir $R/p0
-echo pseudo-locksetup >$R/p0/mode
-echo 'L2:0=ff00' >$R/p0/schemata
+pseudo_lock p0 'L2:0=ff00'
 check_eq "region p0 is pseudo-locked" pseudo-locked "$(cat $R/p0/mode)"
 
 diag "start to QMP ready, $rounds starts each, 1 MiB node 1, TCG -S:"
@@ -89,9 +87,7 @@ uptime_cs() {
 start=$(uptime_cs)
 i=0
 while [ $i -lt "$rounds" ]; do
-    mkdir $R/lockcost
-    echo pseudo-locksetup >$R/lockcost/mode
-    echo 'L2:0=ff00' >$R/lockcost/schemata
+    pseudo_lock lockcost 'L2:0=ff00'
     rmdir $R/lockcost
     i=$((i + 1))
 done

@@ -14,16 +14,16 @@ qmp() {
     /rig/bin/qmp-call $QMP "$@" | tr -d '\r'
 }
 
-# start_qemu ARGS...: a QEMU with the region as node 1, in the background;
-# returns once QMP answers, which is after the machine's first reset
-# (the monitor's socket exists long before)
-start_qemu() {
-    rm -f $QMP
-    $QEMU -machine q35 -accel qtest -nodefaults -display none -m 65M \
-        -object memory-backend-ram,id=ram0,size=64M \
-        -numa node,nodeid=0,memdev=ram0 -numa node,nodeid=1,memdev=pl0 \
-        -qmp unix:$QMP,server=on,wait=off "$@" 2>/tmp/qemu.err &
-    qemu_pid=$!
+# The machine of most QEMUs here: node 0 is RAM, node 1 the backend pl0
+machine="-machine q35 -accel qtest -nodefaults -display none -m 65M \
+    -object memory-backend-ram,id=ram0,size=64M \
+    -numa node,nodeid=0,memdev=ram0 -numa node,nodeid=1,memdev=pl0 \
+    -qmp unix:$QMP,server=on,wait=off"
+
+# wait_qmp: wait until QEMU $qemu_pid answers QMP, which is after the
+# machine's first reset (the monitor's socket exists long before); fails
+# when QEMU exits first
+wait_qmp() {
     for i in $(seq 50); do
         [ -S $QMP ] && qmp '{"execute": "query-status"}' >/dev/null 2>&1 &&
             return 0
@@ -33,6 +33,14 @@ start_qemu() {
     return 1
 }
 
+# start_qemu ARGS...: $machine with ARGS, in the background
+start_qemu() {
+    rm -f $QMP
+    $QEMU $machine "$@" 2>/tmp/qemu.err &
+    qemu_pid=$!
+    wait_qmp
+}
+
 stop_qemu() {
     qmp '{"execute": "quit"}' >/dev/null
     wait $qemu_pid
@@ -40,9 +48,7 @@ stop_qemu() {
 
 mount -t resctrl resctrl $R
 echo 'L2:0=00ff' >$R/schemata
-mkdir $R/p0
-echo pseudo-locksetup >$R/p0/mode
-echo 'L2:0=ff00' >$R/p0/schemata
+pseudo_lock p0 'L2:0=ff00'
 check_eq "the region is pseudo-locked" pseudo-locked "$(cat $R/p0/mode)"
 size=$(sed -n 's/.*L2:0=//p' $R/p0/size)
 cpus=$(cat $R/p0/cpus_list)
@@ -128,7 +134,7 @@ taskset -c 2 $QEMU -machine none -accel qtest -nodefaults -display none \
     -object $pl,prealloc=on -qmp unix:$QMP,server=on,wait=off \
     2>/tmp/pinned.err &
 qemu_pid=$!
-for i in $(seq 50); do [ -S $QMP ] && break; sleep 0.1; done
+wait_qmp
 reply=$(qmp '{"execute": "query-pseudolock"}')
 diag "$(grep -v 'TCG doesn' /tmp/pinned.err)"
 check "QEMU pinned to CPU 2, outside the cache, still maps the region" \
@@ -165,28 +171,18 @@ as_nobody() {
     su -s /bin/sh nobody -c "$*"
 }
 fdset="-add-fd fd=3,set=1 -object memory-backend-pseudolock,id=pl0,path=/dev/fdset/1"
-# start_nobody WRAPPER PREFIX ARGS...: start_qemu's machine, as nobody,
-# with the device on descriptor 3.  WRAPPER runs su (as root), PREFIX
-# runs QEMU (as nobody).
+# start_nobody WRAPPER PREFIX ARGS...: $machine as nobody, with the
+# device on descriptor 3.  WRAPPER runs su (as root), PREFIX runs QEMU
+# (as nobody).
 start_nobody() {
     wrapper=$1
     prefix=$2
     shift 2
     rm -f $QMP
-    $wrapper su -s /bin/sh nobody -c "$prefix $QEMU -machine q35 -accel qtest \
-        -nodefaults -display none -m 65M \
-        -object memory-backend-ram,id=ram0,size=64M \
-        -numa node,nodeid=0,memdev=ram0 -numa node,nodeid=1,memdev=pl0 \
-        -qmp unix:$QMP,server=on,wait=off $*" \
+    $wrapper su -s /bin/sh nobody -c "$prefix $QEMU $machine $*" \
         3<>/dev/pseudo_lock/p0 2>/tmp/nobody.err &
     qemu_pid=$!
-    for i in $(seq 50); do
-        [ -S $QMP ] && qmp '{"execute": "query-status"}' >/dev/null 2>&1 &&
-            return 0
-        kill -0 $qemu_pid 2>/dev/null || break
-        sleep 0.1
-    done
-    return 1
+    wait_qmp
 }
 # without_resctrl COMMAND...: COMMAND in a mount namespace without resctrl
 without_resctrl() {
@@ -280,7 +276,7 @@ $QEMU -machine q35 -accel qtest -nodefaults -display none \
     -m 64M,slots=2,maxmem=1G -qmp unix:$QMP,server=on,wait=off \
     -qtest unix:$QTEST,server=on,wait=off 2>/tmp/hotplug.err &
 qemu_pid=$!
-for i in $(seq 50); do [ -S $QMP ] && [ -S $QTEST ] && break; sleep 0.1; done
+wait_qmp      # the qtest socket exists before the QMP one answers
 reply=$(qmp '{"execute": "object-add", "arguments": {"qom-type": "memory-backend-pseudolock", "id": "pl1", "cache-level": 2, "cache-id": 0, "size": 1048576}}')
 check_eq "object-add creates a region on a running machine" \
     '{"return": {}}' "$reply"
@@ -292,9 +288,7 @@ check "its group is there" test -n "$group"
 # is on the other module's L2 (cache 1, CPUs 2-3).  Ways 4-7 of cache 0
 # are free, yet no second region fits there.
 echo 'L2:0=000f;1=000f' >$R/schemata
-mkdir $R/p2
-echo pseudo-locksetup >$R/p2/mode
-echo 'L2:1=00f0' >$R/p2/schemata
+pseudo_lock p2 'L2:1=00f0'
 check_eq "region p2 is locked on L2 cache 1" pseudo-locked "$(cat $R/p2/mode)"
 pl_fds() {
     ls -l /proc/$qemu_pid/fd | grep -c pseudo_lock
@@ -379,9 +373,7 @@ echo 'L2:0=ffff' >$R/schemata
 # (Do not remount resctrl after this: the stock kernel then oopses on
 # the next pseudo-lock of this cache, see docs/system/i386/pseudolock.rst.)
 echo 'L2:0=00ff' >$R/schemata
-mkdir $R/gone
-echo pseudo-locksetup >$R/gone/mode
-echo 'L2:0=ff00' >$R/gone/schemata
+pseudo_lock gone 'L2:0=ff00'
 start_qemu -object memory-backend-pseudolock,id=pl0,path=/dev/pseudo_lock/gone
 out=$(/rig/bin/pl-map -c "$cpus" -s "$size" -w 79 /dev/pseudo_lock/gone)
 check_eq "a helper writes a pattern into region 'gone'" "mapped $size" "$out"
@@ -412,10 +404,8 @@ stop_qemu
 check_eq "QEMU quits normally" 0 $?
 check "after QEMU closed it, the orphan's node is still there" \
     test -c /dev/pseudo_lock/gone
-mkdir $R/again
-echo pseudo-locksetup >$R/again/mode
 check_fails "and no new region can be locked on that cache" \
-    sh -c "echo 'L2:0=ff00' >$R/again/schemata"
+    pseudo_lock again 'L2:0=ff00'
 check_eq "because the orphan is still in the hierarchy" \
     "Pseudo-locked region in hierarchy" "$(cat $R/info/last_cmd_status)"
 rmdir $R/again
