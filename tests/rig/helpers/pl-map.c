@@ -6,13 +6,18 @@
  * mapping holds it.  The outcome is one line on stdout that a scenario
  * can test: "mapped SIZE", "verified SIZE", or "mmap: ERRNO-NAME".
  *
- * Usage: pl-map [-c CPU-LIST] [-s SIZE] [-p] [-w BYTE | -v BYTE | -z] DEVICE
+ * Usage: pl-map [-c CPU-LIST] [-s SIZE] [-p] [-t] [-w BYTE | -v BYTE | -z]
+ *               DEVICE
  *   -c CPU-LIST  CPUs to run on, as in cpus_list files ("0", "0-3,6")
  *   -s SIZE      bytes to map (default: 4096)
  *   -w BYTE      fill the mapping with BYTE (0-255) at every position
  *                XOR'ed with its page number, so that pages differ
  *   -v BYTE      check that the mapping holds what -w BYTE wrote
  *   -z           check that the mapping reads as zeroes
+ *   -t           touch every page, then print a second line "page
+ *                tables: +N kB": how much the kernel's page-table
+ *                accounting (VmPTE) grew for the mapping; 0 means it is
+ *                mapped with 2 MiB (PMD) entries, which need no PTE page
  *   -p           after mapping (and writing), print "mapped SIZE" and
  *                wait for SIGUSR1 before checking: the mapping stays
  *                while another process maps the device and writes
@@ -79,6 +84,24 @@ static int parse_cpus(const char *list, cpu_set_t *set)
     return 0;
 }
 
+/* VmPTE of this process in kB, from /proc/self/status; -1 if absent */
+static long vm_pte_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+
+    while (f && fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "VmPTE: %ld kB", &kb) == 1) {
+            break;
+        }
+    }
+    if (f) {
+        fclose(f);
+    }
+    return kb;
+}
+
 static unsigned char pattern_at(int seed, size_t offset)
 {
     return (unsigned char)(seed ^ (offset >> 12));
@@ -88,14 +111,15 @@ int main(int argc, char **argv)
 {
     const char *cpus = NULL;
     size_t size = 4096;
-    int write_seed = -1, verify_seed = -1, zero = 0, pause = 0;
+    int write_seed = -1, verify_seed = -1, zero = 0, pause = 0, touch = 0;
+    long pte_before = 0;
     sigset_t usr1;
     cpu_set_t set;
     unsigned char *map;
     size_t i;
     int opt, fd;
 
-    while ((opt = getopt(argc, argv, "c:s:w:v:zp")) != -1) {
+    while ((opt = getopt(argc, argv, "c:s:w:v:zpt")) != -1) {
         switch (opt) {
         case 'c':
             cpus = optarg;
@@ -115,13 +139,16 @@ int main(int argc, char **argv)
         case 'p':
             pause = 1;
             break;
+        case 't':
+            touch = 1;
+            break;
         default:
             return 3;
         }
     }
     if (optind != argc - 1 || !size) {
         fprintf(stderr, "usage: pl-map [-c CPU-LIST] [-s SIZE] "
-                "[-p] [-w BYTE | -v BYTE | -z] DEVICE\n");
+                "[-p] [-t] [-w BYTE | -v BYTE | -z] DEVICE\n");
         return 3;
     }
     /* Blocked from the start, so that an early SIGUSR1 is not lost */
@@ -146,6 +173,7 @@ int main(int argc, char **argv)
                 strerror(errno));
         return 3;
     }
+    pte_before = vm_pte_kb();
     map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED) {
         printf("mmap: %s\n", errno_name(errno));
@@ -176,6 +204,14 @@ int main(int argc, char **argv)
     }
     printf("%s %zu\n", (verify_seed >= 0 || zero) ? "verified" : "mapped",
            size);
+    if (touch) {
+        volatile unsigned char *p = map;
+
+        for (i = 0; i < size; i += 4096) {
+            p[i] = p[i];
+        }
+        printf("page tables: +%ld kB\n", vm_pte_kb() - pte_before);
+    }
     munmap(map, size);
     close(fd);
     return 0;

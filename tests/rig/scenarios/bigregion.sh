@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Regions above the stock kernel's 4 MiB limit, on the patched kernel
+# (kvm-patches/): on the Broadwell-X host's 16 MiB L3 (1 MiB a way),
+# lock 8, 12 and 15 ways, map each from a helper on the cache's CPUs,
+# and give it to a nested QEMU as node 1 through memory-backend-pseudolock:
+# the pattern the helper writes must be what QEMU reads at node 1.
+# Also whether the mappings use 2 MiB page-table entries:
+#   rig.ways=LIST       the region sizes to try, in ways (e.g. "8 12 15")
+#   rig.expect_pmd=0|1  whether the regions must be mapped with 2 MiB
+#                       entries, which need no PTE pages (1: patched),
+#                       or with 4 KiB ones (0: stock)
+
+R=/sys/fs/resctrl
+QEMU=/usr/bin/qemu-system-x86_64
+QMP=/tmp/qmp.sock
+ways_list=$(cmdline_arg ways | tr , ' ')
+expect_pmd=$(cmdline_arg expect_pmd)
+NODE1=0x4000000
+
+qmp() {
+    /rig/bin/qmp-call $QMP "$@" | tr -d '\r'
+}
+
+hex_mask() {
+    printf '%x' $(( ((1 << $1) - 1) << $2 ))
+}
+
+cache_dir=
+for d in /sys/devices/system/cpu/cpu0/cache/index*; do
+    [ "$(cat "$d/level")" = 3 ] && cache_dir=$d
+done
+cache_ways=$(cat "$cache_dir/ways_of_associativity")
+cpus=$(cat "$cache_dir/shared_cpu_list")
+way_size=$(( $(sed 's/K$//' "$cache_dir/size") * 1024 / cache_ways ))
+diag "L3 cache 0: $cache_ways ways of $way_size bytes, CPUs $cpus"
+
+mount -t resctrl resctrl $R
+for ways in $ways_list; do
+    size=$((ways * way_size))
+    mib=$((size >> 20))
+    echo "L3:0=$(hex_mask $((cache_ways - ways)) 0)" >$R/schemata
+    pseudo_lock big "L3:0=$(hex_mask "$ways" $((cache_ways - ways)))"
+    check_eq "a $mib MiB region ($ways ways) is pseudo-locked" \
+        pseudo-locked "$(cat $R/big/mode)"
+    diag "last_cmd_status: $(cat $R/info/last_cmd_status)"
+
+    out=$(/rig/bin/pl-map -c "$cpus" -s "$size" -t /dev/pseudo_lock/big |
+          tr '\n' ' ')
+    diag "$out"
+    # 2 MiB entries need no PTE page; only a tail short of 2 MiB may
+    # need one (unless a neighbouring mapping's PTE page covers it), while
+    # 4 KiB entries take a 4 KiB PTE page per 2 MiB
+    pte_kb=$(echo "$out" | sed -n 's/.*page tables: +\([0-9]*\) kB.*/\1/p')
+    case $expect_pmd in
+    1) most=$((size % (2 << 20) ? 4 : 0))
+       check "it is mapped with 2 MiB entries (page tables: +${pte_kb:-?} kB, at most $most)" \
+           test "${pte_kb:-99}" -le $most ;;
+    0) least=$((size >> 21 << 2))
+       check "it is mapped with 4 KiB entries (page tables: +${pte_kb:-?} kB, at least $least)" \
+           test "${pte_kb:-0}" -ge $least ;;
+    esac
+
+    rm -f $QMP
+    $QEMU -machine q35 -accel qtest -nodefaults -display none \
+        -m $((64 + mib))M -object memory-backend-ram,id=ram0,size=64M \
+        -object memory-backend-pseudolock,id=pl0,path=/dev/pseudo_lock/big \
+        -numa node,nodeid=0,memdev=ram0 -numa node,nodeid=1,memdev=pl0 \
+        -qmp unix:$QMP,server=on,wait=off 2>/tmp/qemu.err &
+    qemu_pid=$!
+    for i in $(seq 100); do
+        [ -S $QMP ] && qmp '{"execute": "query-status"}' >/dev/null 2>&1 &&
+            break
+        sleep 0.1
+    done
+    reply=$(qmp '{"execute": "query-pseudolock"}')
+    check "QEMU maps all $mib MiB as node 1" \
+        sh -c "echo '$reply' | grep -q '\"mapped-size\": $size'"
+    out=$(/rig/bin/pl-map -c "$cpus" -s "$size" -w "$ways" /dev/pseudo_lock/big)
+    qmp "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": $((NODE1)), \"size\": $size, \"filename\": \"/tmp/node1\"}}" >/dev/null
+    out=$(/rig/bin/pl-map -s "$size" -v "$ways" /tmp/node1)
+    check_eq "node 1 holds the helper's pattern, all $mib MiB" \
+        "verified $size" "$out"
+    qmp '{"execute": "quit"}' >/dev/null
+    wait $qemu_pid
+    rm -f /tmp/node1
+    rmdir $R/big
+    check "removing the group removes the device" test ! -e /dev/pseudo_lock/big
+done
+echo "L3:0=$(hex_mask "$cache_ways" 0)" >$R/schemata
+umount $R
+done_testing
