@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Creating large regions while the host's memory is fragmented: after a
+# workload that leaves free memory in 1 MiB holes between movable and
+# unmovable pages (/rig/bin/fragment), lock and remove regions of the
+# given sizes on the Broadwell-X host's L3, again and again.  Each try
+# must either lock the region or fail with the kernel's message, never
+# crash, and no try may leak memory.  The success rate per size is
+# printed; as a benchmark (rig.cycles=20) that is the figure.
+#   rig.ways=LIST     region sizes in ways of 1 MiB ("8,12,15")
+#   rig.cycles=N      tries per size
+#   rig.kernel=stock|patched  which refusal is expected: the stock kernel
+#                     refuses every region above 4 MiB outright
+
+R=/sys/fs/resctrl
+ways_list=$(cmdline_arg ways | tr , ' ')
+cycles=$(cmdline_arg cycles)
+kernel=$(cmdline_arg kernel)
+
+hex_mask() {
+    printf '%x' $(( ((1 << $1) - 1) << $2 ))
+}
+
+meminfo_kb() {
+    sed -n "s/^$1: *\\([0-9]*\\) kB/\\1/p" /proc/meminfo
+}
+
+cache_dir=
+for d in /sys/devices/system/cpu/cpu0/cache/index*; do
+    [ "$(cat "$d/level")" = 3 ] && cache_dir=$d
+done
+cache_ways=$(cat "$cache_dir/ways_of_associativity")
+way_size=$(( $(sed 's/K$//' "$cache_dir/size") * 1024 / cache_ways ))
+
+mount -t resctrl resctrl $R
+/rig/bin/fragment -k 96 -s 1024 >/tmp/fragment.out &
+fragment_pid=$!
+for i in $(seq 600); do
+    grep -q fragmented /tmp/fragment.out && break
+    sleep 0.2
+done
+check "the fragmenting workload is in place" grep -q fragmented /tmp/fragment.out
+diag "$(cat /tmp/fragment.out); MemFree $(meminfo_kb MemFree) kB"
+diag "buddyinfo before: $(grep -v 'zone *DMA ' /proc/buddyinfo)"
+
+# One try that does not count: a contiguous allocation drains the
+# per-CPU free lists, whose pages MemFree does not include, and that
+# would hide a leak
+ways=${ways_list##* }
+echo "L3:0=$(hex_mask $((cache_ways - ways)) 0)" >$R/schemata
+pseudo_lock big "L3:0=$(hex_mask "$ways" $((cache_ways - ways)))" 2>/dev/null
+rmdir $R/big
+memfree_before=$(meminfo_kb MemFree)
+diag "$(printf '  %-8s %-12s %s' size locked 'failures (last_cmd_status)')"
+for ways in $ways_list; do
+    size=$((ways * way_size))
+    locked=0
+    bad=0
+    failures=
+    i=0
+    while [ $i -lt "$cycles" ]; do
+        echo "L3:0=$(hex_mask $((cache_ways - ways)) 0)" >$R/schemata
+        pseudo_lock big "L3:0=$(hex_mask "$ways" $((cache_ways - ways)))" \
+            2>/dev/null
+        if [ "$(cat $R/big/mode)" = pseudo-locked ]; then
+            locked=$((locked + 1))
+        else
+            status=$(cat $R/info/last_cmd_status)
+            failures="$status"
+            case $kernel:$status in
+            patched:"Cannot allocate $size bytes of contiguous memory"*) ;;
+            stock:*"exceeds maximum size"*) ;;
+            *) bad=$((bad + 1)); diag "unexpected failure: $status" ;;
+            esac
+        fi
+        rmdir $R/big
+        i=$((i + 1))
+    done
+    diag "$(printf '  %-8s %-12s %s' "$((size >> 20)) MiB" \
+        "$locked/$cycles ($((locked * 100 / cycles)) %)" "${failures:--}")"
+    check_eq "every failure to lock $((size >> 20)) MiB gave the kernel's reason" \
+        0 $bad
+done
+memfree_after=$(meminfo_kb MemFree)
+diag "MemFree before the tries $memfree_before kB, after $memfree_after kB"
+diag "buddyinfo after: $(grep -v 'zone *DMA ' /proc/buddyinfo)"
+check "the tries leaked no memory (MemFree within 2 MiB)" \
+    test $((memfree_before - memfree_after)) -lt 2048
+check "and the kernel logged no bug or warning" \
+    sh -c "! dmesg | grep -q -E 'BUG|WARNING|Oops'"
+
+kill $fragment_pid
+wait $fragment_pid
+echo "L3:0=$(hex_mask "$cache_ways" 0)" >$R/schemata
+umount $R
+done_testing
