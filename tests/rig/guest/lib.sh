@@ -20,8 +20,15 @@ skip() {
     echo "ok $rig_test_count - # SKIP $*"
 }
 
+# diag TEXT: a TAP comment; every line of a multi-line TEXT is one
 diag() {
-    echo "# $*"
+    printf '%s\n' "$*" | sed 's/^/# /'
+}
+
+# step TITLE: a heading for what follows, which scripts/demo shows as a
+# step of the walk-through with its time
+step() {
+    echo "# == $*"
 }
 
 # check DESCRIPTION COMMAND...: one test, passing when COMMAND succeeds.
@@ -67,5 +74,5 @@ cpuinfo_field() {
 pseudo_lock() {
     mkdir /sys/fs/resctrl/$1 &&
         echo pseudo-locksetup >/sys/fs/resctrl/$1/mode &&
-        echo "$2" >/sys/fs/resctrl/$1/schemata
+        echo "$2" 2>/dev/null >/sys/fs/resctrl/$1/schemata
 }

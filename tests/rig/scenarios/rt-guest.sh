@@ -8,7 +8,7 @@
 # reports, as a management stack would.  The guest reports what an
 # application sees (/rig/rt-guest/init): node 1's size, the nodes'
 # HMAT read latencies, and a buffer bound to node 1, written and read.
-#   rig.guest_timeout=S  how long the guest may take (default 300 s)
+#   rig.guest_timeout=S  how long the guest may take (default 420 s)
 
 R=/sys/fs/resctrl
 QEMU=/usr/bin/qemu-system-x86_64
@@ -17,14 +17,27 @@ GUEST=/rig/rt-guest
 region=1048576
 bind=262144
 timeout=$(cmdline_arg guest_timeout)
-timeout=${timeout:-300}
+timeout=${timeout:-420}
 
 qmp() {
     /rig/bin/qmp-call $QMP "$@" | tr -d '\r'
 }
 
+l2=/sys/devices/system/cpu/cpu0/cache/index2
+step "The emulated host: a Goldmont-class CPU with L2 cache allocation"
+diag "kernel $(uname -r); $(grep -c '^processor' /proc/cpuinfo) CPUs;" \
+    "L2 cache 0: $(cat $l2/size), $(cat $l2/ways_of_associativity) ways," \
+    "CPUs $(cat $l2/shared_cpu_list)"
 mount -t resctrl resctrl $R
+diag "bit_usage before: $(cat $R/info/L2/bit_usage)"
+diag "\$ echo 'L2:0=00ff' > $R/schemata    # leave ways 8-15 free"
 echo 'L2:0=00ff' >$R/schemata
+
+step "QEMU creates a 1 MiB region on L2 cache 0 and starts the guest, stopped"
+diag "node 0: 64 MiB of RAM and both vCPUs; node 1: the region" \
+    "(memory-backend-pseudolock,cache-level=2,cache-id=0,size=1M);" \
+    "node 2: 4 MiB of RAM; HMAT: node 1 at 10 ns and 100 GB/s, nodes 0 and 2" \
+    "at 100 ns and 10 GB/s"
 
 rm -f $QMP /tmp/guest.out
 # Guest RAM is laid out node by node, and the firmware keeps its tables
@@ -54,9 +67,17 @@ for i in $(seq 100); do
     sleep 0.1
 done
 
-# Pin the vCPUs where the region's cache is, from what QEMU reports
+group=$(cd $R && ls -d qemu-pl-*-pl0 2>/dev/null)
+diag "resctrl group $group: $(cat $R/$group/mode)," \
+    "$(sed -n 's/.*L2:0=//p' $R/$group/size) bytes, CPUs $(cat $R/$group/cpus_list)"
+diag "bit_usage after:  $(cat $R/info/L2/bit_usage)   (P: pseudo-locked)"
+
+step "Pinning the vCPUs to the cache's CPUs, as a management stack would"
 reply=$(qmp '{"execute": "query-pseudolock"}')
-diag "$reply"
+diag "query-pseudolock: $reply"
+hmp=$(qmp '{"execute": "human-monitor-command", "arguments": {"command-line": "info pseudolock"}}' |
+      sed -e 's/^{"return": "//' -e 's/"}$//' -e 's/\\r\\n/\n/g')
+echo "$hmp" | while read -r line; do diag "(qemu) info pseudolock: $line"; done
 host_cpus=$(echo "$reply" | sed -n 's/.*"host-cpus": \[\([0-9, ]*\)\].*/\1/p' | tr -d ' ')
 # resctrl's cpus_list has ranges ("0-1"), host-cpus a list
 cpus_list=$(cat $R/$(cd $R && ls -d qemu-pl-*-pl0)/cpus_list)
@@ -80,6 +101,7 @@ for tid in $threads; do
     check_eq "vCPU thread $tid may run on the cache's CPUs only" "$cpus_list" \
         "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$qemu_pid/task/$tid/status)"
 done
+step "The guest boots: Linux under TCG, inside the emulated host (a minute or two)"
 qmp '{"execute": "cont"}' >/dev/null
 
 # The guest powers off when it is done
@@ -95,6 +117,8 @@ else
     ok "the guest booted, ran and powered off in $waited s"
 fi
 wait $qemu_pid
+
+step "What an application in the guest sees"
 while read -r line; do diag "$line"; done </tmp/guest.out
 
 check "the guest sees node 1 of $region bytes, the region" \
@@ -106,8 +130,10 @@ check "HMAT makes node 1 faster to read (${lat1:-?} ns) than node 0 (${lat0:-?} 
 check "a buffer bound to node 1 lands there and holds its pattern" \
     grep -q "^bound $bind bytes to node 1: all pages on node 1, pattern verified" \
     /tmp/guest.out
-check "quitting removed the region's group" \
+step "The guest powered off and QEMU quit"
+check "QEMU removed the region's group" \
     sh -c "! ls -d $R/qemu-pl-* 2>/dev/null"
+diag "bit_usage now: $(cat $R/info/L2/bit_usage)"
 
 echo 'L2:0=ffff' >$R/schemata
 umount $R
