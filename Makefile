@@ -16,16 +16,22 @@ MESON_TEST_ARGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps check demo bench clean help
+.PHONY: all qemu ours deps check demo bench clean help
 
 # What `make` builds of QEMU: the system emulator.  Other upstream targets
 # (qemu-img, the unit tests, ...) build on request: ninja -C build/qemu TARGET
 QEMU_TARGETS ?= qemu-system-x86_64
 
-all: $(B)/.configured deps
+all: ours
+
+# QEMU with the overlay and the patches
+qemu: $(B)/.configured deps
 	@scripts/overlay-sync $(B)/src
 	@ninja -C $(B)/qemu $(QEMU_TARGETS)
 	@scripts/link-firmware $(B)/qemu
+
+# The project's own programs and the rig (kernels, initramfs)
+ours: qemu
 	@ninja -C $(B)/ours
 
 deps:
@@ -41,7 +47,8 @@ $(B)/.configured: configure upstream.pins patches/series $(wildcard patches/*.pa
 check: all
 	@scripts/run-checks $(B) $(MESON_TEST_ARGS)
 
-demo: all
+# The demo builds through the targets above itself, one step at a time
+demo: deps
 	@scripts/demo $(B)
 
 # Benchmarks print figures in their TAP comments; run-bench shows them
