@@ -46,9 +46,8 @@ void hmp_info_pseudolock(Monitor *mon, const QDict *qdict)
             monitor_printf(mon, "  host CPUs of the cache: %s\n", cpus->str);
             if (!info->locked) {
                 monitor_printf(mon, "  NOT LOCKED: resctrl group %s was "
-                               "removed while mapped; the memory is no "
-                               "longer reserved in the cache\n",
-                               info->group);
+                               "removed while mapped; resctrl no longer "
+                               "manages the region\n", info->group);
             }
         } else {
             monitor_printf(mon, "  region: unknown (resctrl not readable)\n");
