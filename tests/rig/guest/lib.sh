@@ -76,3 +76,37 @@ pseudo_lock() {
         echo pseudo-locksetup >/sys/fs/resctrl/$1/mode &&
         echo "$2" 2>/dev/null >/sys/fs/resctrl/$1/schemata
 }
+
+# hex_mask WAYS SHIFT: a run of WAYS ones starting at bit SHIFT, in hex
+hex_mask() {
+    printf '%x' $(( ((1 << $1) - 1) << $2 ))
+}
+
+# cpu0_cache_dir LEVEL: CPU 0's cache of LEVEL (2, 3) in sysfs
+cpu0_cache_dir() {
+    for d in /sys/devices/system/cpu/cpu0/cache/index*; do
+        [ "$(cat "$d/level")" = "$1" ] && echo "$d"
+    done | tail -n 1
+}
+
+# The monitor of the QEMU a scenario runs inside the emulated host
+QMP=/tmp/qmp.sock
+
+# qmp COMMAND-JSON...: the replies, a line each, without QMP's CRs
+qmp() {
+    /rig/bin/qmp-call $QMP "$@" | tr -d '\r'
+}
+
+# wait_qmp [TENTHS]: wait until QEMU $qemu_pid answers QMP, which is
+# after the machine's first reset (the monitor's socket exists long
+# before); fails when QEMU exits first or after TENTHS (default 50)
+# tenths of a second
+wait_qmp() {
+    for i in $(seq "${1:-50}"); do
+        [ -S $QMP ] && qmp '{"execute": "query-status"}' >/dev/null 2>&1 &&
+            return 0
+        kill -0 $qemu_pid 2>/dev/null || break
+        sleep 0.1
+    done
+    return 1
+}

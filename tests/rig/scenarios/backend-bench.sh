@@ -11,7 +11,6 @@
 
 R=/sys/fs/resctrl
 QEMU=/usr/bin/qemu-system-x86_64
-QMP=/tmp/qmp.sock
 rounds=$(cmdline_arg rounds)
 rounds=${rounds:-20}
 

@@ -8,30 +8,13 @@
 
 R=/sys/fs/resctrl
 QEMU=/usr/bin/qemu-system-x86_64
-QMP=/tmp/qmp.sock
 NODE1=0x4000000             # node 0 is 64 MiB of RAM, node 1 follows
-qmp() {
-    /rig/bin/qmp-call $QMP "$@" | tr -d '\r'
-}
 
 # The machine of most QEMUs here: node 0 is RAM, node 1 the backend pl0
 machine="-machine q35 -accel qtest -nodefaults -display none -m 65M \
     -object memory-backend-ram,id=ram0,size=64M \
     -numa node,nodeid=0,memdev=ram0 -numa node,nodeid=1,memdev=pl0 \
     -qmp unix:$QMP,server=on,wait=off"
-
-# wait_qmp: wait until QEMU $qemu_pid answers QMP, which is after the
-# machine's first reset (the monitor's socket exists long before); fails
-# when QEMU exits first
-wait_qmp() {
-    for i in $(seq 50); do
-        [ -S $QMP ] && qmp '{"execute": "query-status"}' >/dev/null 2>&1 &&
-            return 0
-        kill -0 $qemu_pid 2>/dev/null || break
-        sleep 0.1
-    done
-    return 1
-}
 
 # start_qemu ARGS...: $machine with ARGS, in the background
 start_qemu() {

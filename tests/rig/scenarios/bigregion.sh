@@ -13,23 +13,11 @@
 
 R=/sys/fs/resctrl
 QEMU=/usr/bin/qemu-system-x86_64
-QMP=/tmp/qmp.sock
 ways_list=$(cmdline_arg ways | tr , ' ')
 expect_pmd=$(cmdline_arg expect_pmd)
 NODE1=0x4000000
 
-qmp() {
-    /rig/bin/qmp-call $QMP "$@" | tr -d '\r'
-}
-
-hex_mask() {
-    printf '%x' $(( ((1 << $1) - 1) << $2 ))
-}
-
-cache_dir=
-for d in /sys/devices/system/cpu/cpu0/cache/index*; do
-    [ "$(cat "$d/level")" = 3 ] && cache_dir=$d
-done
+cache_dir=$(cpu0_cache_dir 3)
 cache_ways=$(cat "$cache_dir/ways_of_associativity")
 cpus=$(cat "$cache_dir/shared_cpu_list")
 way_size=$(( $(sed 's/K$//' "$cache_dir/size") * 1024 / cache_ways ))
@@ -68,11 +56,7 @@ for ways in $ways_list; do
         -numa node,nodeid=0,memdev=ram0 -numa node,nodeid=1,memdev=pl0 \
         -qmp unix:$QMP,server=on,wait=off 2>/tmp/qemu.err &
     qemu_pid=$!
-    for i in $(seq 100); do
-        [ -S $QMP ] && qmp '{"execute": "query-status"}' >/dev/null 2>&1 &&
-            break
-        sleep 0.1
-    done
+    wait_qmp 100
     reply=$(qmp '{"execute": "query-pseudolock"}')
     check "QEMU maps all $mib MiB as node 1" \
         sh -c "echo '$reply' | grep -q '\"mapped-size\": $size'"

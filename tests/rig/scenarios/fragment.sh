@@ -17,10 +17,6 @@ ways_list=$(cmdline_arg ways | tr , ' ')
 cycles=$(cmdline_arg cycles)
 kernel=$(cmdline_arg kernel)
 
-hex_mask() {
-    printf '%x' $(( ((1 << $1) - 1) << $2 ))
-}
-
 meminfo_kb() {
     sed -n "s/^$1: *\\([0-9]*\\) kB/\\1/p" /proc/meminfo
 }
@@ -32,10 +28,7 @@ free_kb() {
     echo $(($(meminfo_kb MemFree) + pcp))
 }
 
-cache_dir=
-for d in /sys/devices/system/cpu/cpu0/cache/index*; do
-    [ "$(cat "$d/level")" = 3 ] && cache_dir=$d
-done
+cache_dir=$(cpu0_cache_dir 3)
 cache_ways=$(cat "$cache_dir/ways_of_associativity")
 way_size=$(( $(sed 's/K$//' "$cache_dir/size") * 1024 / cache_ways ))
 

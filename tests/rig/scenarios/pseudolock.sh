@@ -16,16 +16,8 @@ refuse_ways=$(cmdline_arg refuse_ways)
 res=L$level
 R=/sys/fs/resctrl
 
-# hex_mask WAYS SHIFT: a run of WAYS ones starting at bit SHIFT, in hex
-hex_mask() {
-    printf '%x' $(( ((1 << $1) - 1) << $2 ))
-}
-
 # The kernel's view of the cache, to derive the expected figures from.
-cache_dir=
-for d in /sys/devices/system/cpu/cpu0/cache/index*; do
-    [ "$(cat "$d/level")" = "$level" ] && cache_dir=$d
-done
+cache_dir=$(cpu0_cache_dir "$level")
 cache_size=$(( $(sed 's/K$//' "$cache_dir/size") * 1024 ))
 cache_ways=$(cat "$cache_dir/ways_of_associativity")
 domain_cpus=$(cat "$cache_dir/shared_cpu_list")

@@ -80,10 +80,7 @@ check_eq "MISC_FEATURE_CONTROL reserved bits raise #GP" GP \
 $probe wrmsr 0 $MISC_FEATURE_CONTROL 0 >/dev/null
 
 # --- masks belong to the cache instance -----------------------------------
-cache_dir=
-for d in /sys/devices/system/cpu/cpu0/cache/index*; do
-    [ "$(cat "$d/level")" = "$level" ] && cache_dir=$d
-done
+cache_dir=$(cpu0_cache_dir "$level")
 sharing=$(cat "$cache_dir/shared_cpu_list")
 diag "CPU 0's L$level is shared by CPUs $sharing"
 sibling= stranger=

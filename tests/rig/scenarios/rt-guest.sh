@@ -12,16 +12,11 @@
 
 R=/sys/fs/resctrl
 QEMU=/usr/bin/qemu-system-x86_64
-QMP=/tmp/qmp.sock
 GUEST=/rig/rt-guest
 region=1048576
 bind=262144
 timeout=$(cmdline_arg guest_timeout)
 timeout=${timeout:-420}
-
-qmp() {
-    /rig/bin/qmp-call $QMP "$@" | tr -d '\r'
-}
 
 l2=/sys/devices/system/cpu/cpu0/cache/index2
 step "The emulated host: a Goldmont-class CPU with L2 cache allocation"
@@ -62,10 +57,7 @@ $QEMU -machine q35,hmat=on -accel tcg -cpu Denverton-v4 -smp 2 -m 69M \
     -serial file:/tmp/guest-console.log -serial file:/tmp/guest.out \
     -qmp unix:$QMP,server=on,wait=off 2>/tmp/qemu.err &
 qemu_pid=$!
-for i in $(seq 100); do
-    [ -S $QMP ] && qmp '{"execute": "query-status"}' >/dev/null 2>&1 && break
-    sleep 0.1
-done
+wait_qmp 100
 
 group=$(cd $R && ls -d qemu-pl-*-pl0 2>/dev/null)
 diag "resctrl group $group: $(cat $R/$group/mode)," \
