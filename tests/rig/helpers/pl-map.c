@@ -205,6 +205,10 @@ int main(int argc, char **argv)
     printf("%s %zu\n", (verify_seed >= 0 || zero) ? "verified" : "mapped",
            size);
     if (touch) {
+        /*
+         * volatile: the compiler must not drop a store of what was just
+         * loaded; the point is the write fault that maps each page
+         */
         volatile unsigned char *p = map;
 
         for (i = 0; i < size; i += 4096) {
