@@ -602,10 +602,10 @@ static const TypeInfo pseudolock_backend_info = {
  */
 static bool pseudolock_still_locked(HostMemoryBackendPseudolock *pl)
 {
-    g_auto(ResctrlGroup) g = { 0 };
+    ResctrlMode mode;
 
-    return resctrl_group_read(pl->resctrl_mount, pl->group, &g, NULL) &&
-           g.mode == RESCTRL_MODE_PSEUDO_LOCKED;
+    return resctrl_group_mode(pl->resctrl_mount, pl->group, &mode, NULL) &&
+           mode == RESCTRL_MODE_PSEUDO_LOCKED;
 }
 
 static int query_pseudolock_one(Object *obj, void *opaque)

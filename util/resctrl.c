@@ -772,43 +772,61 @@ void resctrl_group_clear(ResctrlGroup *g)
     g->mode = RESCTRL_MODE_SHAREABLE;
 }
 
-bool resctrl_group_read(const char *mount, const char *group,
-                        ResctrlGroup *g, Error **errp)
+/* The directory of @group (NULL or "" for the default group) */
+static char *resctrl_group_dir(const char *mount, const char *group,
+                               Error **errp)
 {
-    ERRP_GUARD();
-    g_auto(ResctrlGroup) tmp = { 0 };
-    g_autofree char *dir = NULL;
+    if (!group || !*group) {
+        return g_strdup(mount);
+    }
+    if (!resctrl_valid_group_name(group)) {
+        error_setg(errp, "invalid resctrl group name '%s'", group);
+        return NULL;
+    }
+    return g_build_filename(mount, group, NULL);
+}
+
+bool resctrl_group_mode(const char *mount, const char *group,
+                        ResctrlMode *mode, Error **errp)
+{
+    g_autofree char *dir = resctrl_group_dir(mount, group, errp);
     g_autofree char *path = NULL;
     g_autofree char *text = NULL;
-    int mode, ret;
+    int m;
 
-    if (!group) {
-        group = "";
-    }
-    if (*group && !resctrl_valid_group_name(group)) {
-        error_setg(errp, "invalid resctrl group name '%s'", group);
+    if (!dir) {
         return false;
     }
-    tmp.name = g_strdup(group);
-    dir = *group ? g_build_filename(mount, group, NULL) : g_strdup(mount);
-
     path = g_build_filename(dir, "mode", NULL);
     if (!resctrl_read_file(path, &text, errp)) {
         return false;
     }
     g_strstrip(text);
-    for (mode = 0; mode < RESCTRL_MODE__MAX; mode++) {
-        if (!strcmp(text, resctrl_mode_names[mode])) {
-            break;
+    for (m = 0; m < RESCTRL_MODE__MAX; m++) {
+        if (!strcmp(text, resctrl_mode_names[m])) {
+            *mode = m;
+            return true;
         }
     }
-    if (mode == RESCTRL_MODE__MAX) {
-        error_setg(errp, "unexpected content '%s' in %s", text, path);
+    error_setg(errp, "unexpected content '%s' in %s", text, path);
+    return false;
+}
+
+bool resctrl_group_read(const char *mount, const char *group,
+                        ResctrlGroup *g, Error **errp)
+{
+    ERRP_GUARD();
+    g_auto(ResctrlGroup) tmp = { 0 };
+    g_autofree char *dir = resctrl_group_dir(mount, group, errp);
+    g_autofree char *path = NULL;
+    g_autofree char *text = NULL;
+    int ret;
+
+    if (!dir || !resctrl_group_mode(mount, group, &tmp.mode, errp)) {
         return false;
     }
-    tmp.mode = mode;
+    tmp.name = g_strdup(group ? group : "");
 
-    g_free(path);
     path = g_build_filename(dir, "schemata", NULL);
     if (!resctrl_read_file(path, &tmp.schemata, errp)) {
         return false;
@@ -821,7 +839,6 @@ bool resctrl_group_read(const char *mount, const char *group,
     }
 
     g_free(path);
-    g_clear_pointer(&text, g_free);
     path = g_build_filename(dir, "cpus_list", NULL);
     ret = resctrl_read_raw(path, &text);
     if (ret == -EACCES) {

@@ -252,6 +252,19 @@ unsigned resctrl_longest_free_run(uint64_t used, unsigned cbm_len);
 const char *resctrl_mode_name(ResctrlMode mode);
 
 /**
+ * resctrl_group_mode: read a resource group's mode
+ * @mount: resctrl mount point
+ * @group: group name, or NULL or "" for the default group
+ * @mode: set on success
+ * @errp: pointer to a NULL-initialized error object
+ *
+ * Returns: true on success; false with @errp set if @group is not a
+ * valid name, or its "mode" file cannot be read or is malformed.
+ */
+bool resctrl_group_mode(const char *mount, const char *group,
+                        ResctrlMode *mode, Error **errp);
+
+/**
  * resctrl_group_read: read a resource group
  * @mount: resctrl mount point
  * @group: group name, or NULL or "" for the default group

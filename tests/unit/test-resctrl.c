@@ -825,6 +825,7 @@ static void test_group_read_errors(void)
     char *root = tree_l2_modes();
     g_autofree char *path = NULL;
     g_auto(ResctrlGroup) g = { 0 };
+    ResctrlMode mode;
     Error *err = NULL;
     size_t i;
 
@@ -841,6 +842,16 @@ static void test_group_read_errors(void)
     g_assert_false(resctrl_group_read(root, "sh", &g, &err));
     assert_error(&err, "unexpected content 'bogus'", "sh/mode");
     g_assert_null(g.name);
+
+    /* The mode alone, as query-pseudolock reads it */
+    g_assert_true(resctrl_group_mode(root, "p0", &mode, &error_abort));
+    g_assert_cmpint(mode, ==, RESCTRL_MODE_PSEUDO_LOCKED);
+    g_assert_false(resctrl_group_mode(root, "sh", &mode, &err));
+    assert_error(&err, "unexpected content 'bogus'", "sh/mode");
+    g_assert_false(resctrl_group_mode(root, "nosuch", &mode, &err));
+    assert_error(&err, "cannot read", "nosuch");
+    g_assert_false(resctrl_group_mode(root, "a/b", &mode, &err));
+    assert_error(&err, "invalid resctrl group name", "a/b");
 
     put_file(root, "ex/cpus_list", "3-1\n");
     g_assert_false(resctrl_group_read(root, "ex", &g, &err));
