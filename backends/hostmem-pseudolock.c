@@ -543,14 +543,25 @@ static void pseudolock_backend_instance_init(Object *obj)
     backend->dump = false;
 }
 
+/*
+ * object-del, once no device uses the backend: free the region now, and
+ * its group if we made it.  Finalizing would be too late: the memory
+ * region stays referenced until an RCU grace period has passed, so
+ * object-del would return with the region still held.
+ */
+static void pseudolock_backend_unparent(Object *obj)
+{
+    HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
+
+    pseudolock_release_mapping(pl);
+    pseudolock_remove_group(pl);
+}
+
 static void pseudolock_backend_instance_finalize(Object *obj)
 {
     HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
 
-    /*
-     * object-del: free the region now, and its group if we made it; the
-     * RAM block itself goes later, after an RCU grace period.
-     */
+    /* Already done if the object was deleted; not if it never was added */
     pseudolock_release_mapping(pl);
     pseudolock_remove_group(pl);
     g_free(pl->path);
@@ -566,6 +577,7 @@ static void pseudolock_backend_class_init(ObjectClass *oc, void *data)
     HostMemoryBackendClass *bc = MEMORY_BACKEND_CLASS(oc);
 
     bc->alloc = pseudolock_backend_memory_alloc;
+    oc->unparent = pseudolock_backend_unparent;
 
     object_class_property_add_str(oc, "path", pseudolock_get_path,
                                   pseudolock_set_path);
