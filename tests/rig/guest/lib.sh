@@ -59,9 +59,11 @@ done_testing() {
     echo "1..$rig_test_count"
 }
 
-# cmdline_arg NAME: the value of rig.NAME= on the kernel command line.
+# cmdline_arg NAME: the value of rig.NAME= on the kernel command line
+# (or in RIG_CMDLINE, where a scenario runs on a real host).
 cmdline_arg() {
-    sed -n "s/.*rig\\.$1=\\([^ ]*\\).*/\\1/p" /proc/cmdline
+    printf '%s\n' "${RIG_CMDLINE-$(cat /proc/cmdline)}" |
+        sed -n "s/.*rig\\.$1=\\([^ ]*\\).*/\\1/p"
 }
 
 # cpuinfo_field NAME: the field of the first CPU in /proc/cpuinfo.
@@ -90,11 +92,11 @@ cpu0_cache_dir() {
 }
 
 # The monitor of the QEMU a scenario runs inside the emulated host
-QMP=/tmp/qmp.sock
+QMP=${RIG_TMP:-/tmp}/qmp.sock
 
 # qmp COMMAND-JSON...: the replies, a line each, without QMP's CRs
 qmp() {
-    /rig/bin/qmp-call $QMP "$@" | tr -d '\r'
+    ${RIG_BIN:-/rig/bin}/qmp-call $QMP "$@" | tr -d '\r'
 }
 
 # wait_qmp [TENTHS]: wait until QEMU $qemu_pid answers QMP, which is

@@ -1,47 +1,97 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # A real-time guest whose NUMA node 1 is a pseudo-locked region: the
-# fork's QEMU, run in the emulated Goldmont host, creates a 1 MiB region
-# on L2 cache 0, boots a small Linux guest (TCG in TCG) with node 0 on
-# RAM and node 1 on the region, HMAT figures that make node 1 the fast
-# one, and its vCPU threads pinned to the host-cpus query-pseudolock
-# reports, as a management stack would.  The guest reports what an
-# application sees (/rig/rt-guest/init): node 1's size, the nodes'
-# HMAT read latencies, and a buffer bound to node 1, written and read.
+# fork's QEMU creates a region on the host's first pseudo-lockable cache,
+# boots a small Linux guest with node 0 on RAM and node 1 on the region,
+# HMAT figures that make node 1 the fast one, and its vCPU threads pinned
+# to the host-cpus query-pseudolock reports, as a management stack
+# would.  The guest reports what an application sees (rt-guest/init):
+# node 1's size, the nodes' HMAT read latencies, and a buffer bound to
+# node 1, written and read.  Then a second region, on a second cache, is
+# hot-plugged over QMP: as a pc-dimm, which Linux cannot add (it adds
+# memory in 128 MiB blocks), and then as an NVDIMM, which it exposes as
+# /dev/pmem0 whatever its size; the guest writes and reads it, and QEMU
+# reads the same bytes.
+#
+# The rig runs this in the emulated Goldmont host (TCG in TCG, a 1 MiB
+# region on L2 cache 0 and the hot-plugged one on L2 cache 1);
+# scripts/demo runs it on a real host that can pseudo-lock (KVM), with
+# the RIG_* variables pointing at the build.
 #   rig.guest_timeout=S  how long the guest may take (default 420 s)
 
 R=/sys/fs/resctrl
-QEMU=/usr/bin/qemu-system-x86_64
-GUEST=/rig/rt-guest
-region=1048576
-bind=262144
+QEMU=${RIG_QEMU:-/usr/bin/qemu-system-x86_64}
+GUEST_KERNEL=${RIG_GUEST_KERNEL:-/rig/rt-guest/vmlinuz}
+GUEST_INITRD=${RIG_GUEST_INITRD:-/rig/rt-guest/initramfs.cpio.gz}
+T=${RIG_TMP:-/tmp}
 timeout=$(cmdline_arg guest_timeout)
 timeout=${timeout:-420}
 
-l2=/sys/devices/system/cpu/cpu0/cache/index2
-step "The emulated host: a Goldmont-class CPU with L2 cache allocation"
+if [ -w /dev/kvm ]; then
+    accel="-accel kvm -cpu host"
+else
+    accel="-accel tcg -cpu Denverton-v4"
+fi
+
+grep -q " $R resctrl " /proc/mounts || { mount -t resctrl resctrl $R && mounted_here=1; }
+for level in 2 3; do
+    [ -d $R/info/L$level ] && break
+done
+if [ ! -d $R/info/L$level ]; then
+    echo "Bail out! resctrl has no L2 or L3 cache allocation on this host"
+    return 0
+fi
+
+# The caches: the one CPU 0 is on takes node 1's region, another one
+# (if any) the hot-plugged region
+cache_dir=$(cpu0_cache_dir $level)
+cache0=$(cat "$cache_dir/id")
+cache1=$(sed -n "s/^ *L$level://p" $R/schemata | tr ';' '\n' |
+         sed -n 's/=.*//p' | grep -vx "$cache0" | head -n 1)
+cbm_mask=$(cat $R/info/L$level/cbm_mask)
+cbm_bits=0
+m=$((0x$cbm_mask))
+while [ $m -gt 0 ]; do
+    cbm_bits=$((cbm_bits + (m & 1)))
+    m=$((m >> 1))
+done
+cache_bytes=$(($(sed 's/K$//' "$cache_dir/size") * 1024))
+way_bytes=$((cache_bytes / cbm_bits))
+# Half the ways, and at most 4 MiB, what stock Linux locks
+ways=$((cbm_bits / 2))
+while [ $((ways * way_bytes)) -gt 4194304 ] && [ $ways -gt 1 ]; do
+    ways=$((ways - 1))
+done
+region=$((ways * way_bytes))
+bind=$((region / 4))
+mib=$(awk -v b=$region 'BEGIN { printf "%g MiB", b / 1048576 }')
+schemata_before=$(sed -n "s/^ *\(L$level:.*\)/\1/p" $R/schemata)
+default_mask=$(hex_mask $((cbm_bits - ways)) 0)
+free_ways=L$level:$cache0=$default_mask${cache1:+;$cache1=$default_mask}
+
+step "The host: L$level cache allocation, $(cpuinfo_field 'model name')"
 diag "kernel $(uname -r); $(grep -c '^processor' /proc/cpuinfo) CPUs;" \
-    "L2 cache 0: $(cat $l2/size), $(cat $l2/ways_of_associativity) ways," \
-    "CPUs $(cat $l2/shared_cpu_list)"
-mount -t resctrl resctrl $R
-diag "bit_usage before: $(cat $R/info/L2/bit_usage)"
-diag "\$ echo 'L2:0=00ff' > $R/schemata    # leave ways 8-15 free"
-echo 'L2:0=00ff' >$R/schemata
+    "L$level cache $cache0: $(cat "$cache_dir/size"), $cbm_bits ways of $way_bytes bytes," \
+    "CPUs $(cat "$cache_dir/shared_cpu_list")"
+diag "bit_usage before: $(cat $R/info/L$level/bit_usage)"
+diag "\$ echo '$free_ways' > $R/schemata    # leave the top $ways ways free"
+echo "$free_ways" >$R/schemata
 
-step "QEMU creates a 1 MiB region on L2 cache 0 and starts the guest, stopped"
+step "QEMU creates a $mib region on L$level cache $cache0 and starts the guest, stopped"
 diag "node 0: 64 MiB of RAM and both vCPUs; node 1: the region" \
-    "(memory-backend-pseudolock,cache-level=2,cache-id=0,size=1M);" \
+    "(memory-backend-pseudolock,cache-level=$level,cache-id=$cache0,size=$region);" \
     "node 2: 4 MiB of RAM; HMAT: node 1 at 10 ns and 100 GB/s, nodes 0 and 2" \
-    "at 100 ns and 10 GB/s"
+    "at 100 ns and 10 GB/s; $accel"
 
-rm -f $QMP /tmp/guest.out
+rm -f $QMP $T/guest.out
 # Guest RAM is laid out node by node, and the firmware keeps its tables
 # at the top of RAM below 4 GiB: node 2, a little ordinary RAM after the
 # region, takes them, so that all of node 1 is the guest's to use.
-$QEMU -machine q35,hmat=on -accel tcg -cpu Denverton-v4 -smp 2 -m 69M \
+"$QEMU" -machine q35,hmat=on,nvdimm=on $accel -smp 2 \
+    -m 69M,slots=2,maxmem=1G \
     -nodefaults -display none -S \
     -object memory-backend-ram,id=ram0,size=64M \
-    -object memory-backend-pseudolock,id=pl0,cache-level=2,cache-id=0,size=$region \
+    -object memory-backend-pseudolock,id=pl0,cache-level=$level,cache-id=$cache0,size=$region \
     -object memory-backend-ram,id=ram2,size=4M \
     -numa node,nodeid=0,memdev=ram0,cpus=0-1 \
     -numa node,nodeid=1,memdev=pl0,initiator=0 \
@@ -52,17 +102,17 @@ $QEMU -machine q35,hmat=on -accel tcg -cpu Denverton-v4 -smp 2 -m 69M \
     -numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-bandwidth,bandwidth=10G \
     -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-bandwidth,bandwidth=100G \
     -numa hmat-lb,initiator=0,target=2,hierarchy=memory,data-type=access-bandwidth,bandwidth=10G \
-    -kernel $GUEST/vmlinuz -initrd $GUEST/initramfs.cpio.gz \
-    -append "console=ttyS0 rt.bind=$bind" \
-    -serial file:/tmp/guest-console.log -serial file:/tmp/guest.out \
-    -qmp unix:$QMP,server=on,wait=off 2>/tmp/qemu.err &
+    -kernel "$GUEST_KERNEL" -initrd "$GUEST_INITRD" \
+    -append "console=ttyS0 rt.bind=$bind${cache1:+ rt.hotplug=120}" \
+    -serial file:$T/guest-console.log -serial file:$T/guest.out \
+    -qmp unix:$QMP,server=on,wait=off 2>$T/qemu.err &
 qemu_pid=$!
 wait_qmp 100
 
-group=$(cd $R && ls -d qemu-pl-*-pl0 2>/dev/null)
+group=$(cd $R && ls -d qemu-pl-*-$qemu_pid-*-pl0 2>/dev/null)
 diag "resctrl group $group: $(cat $R/$group/mode)," \
-    "$(sed -n 's/.*L2:0=//p' $R/$group/size) bytes, CPUs $(cat $R/$group/cpus_list)"
-diag "bit_usage after:  $(cat $R/info/L2/bit_usage)   (P: pseudo-locked)"
+    "$(sed -n "s/.*L$level:$cache0=//p" $R/$group/size) bytes, CPUs $(cat $R/$group/cpus_list)"
+diag "bit_usage after:  $(cat $R/info/L$level/bit_usage)   (P: pseudo-locked)"
 
 step "Pinning the vCPUs to the cache's CPUs, as a management stack would"
 reply=$(qmp '{"execute": "query-pseudolock"}')
@@ -72,7 +122,7 @@ hmp=$(qmp '{"execute": "human-monitor-command", "arguments": {"command-line": "i
 echo "$hmp" | while read -r line; do diag "(qemu) info pseudolock: $line"; done
 host_cpus=$(echo "$reply" | sed -n 's/.*"host-cpus": \[\([0-9, ]*\)\].*/\1/p' | tr -d ' ')
 # resctrl's cpus_list has ranges ("0-1"), host-cpus a list
-cpus_list=$(cat $R/$(cd $R && ls -d qemu-pl-*-pl0)/cpus_list)
+cpus_list=$(cat $R/$group/cpus_list)
 expanded=$(echo "$cpus_list" | awk -F, '{
     for (i = 1; i <= NF; i++) {
         n = split($i, r, "-"); if (n == 1) r[2] = r[1]
@@ -94,39 +144,121 @@ for tid in $threads; do
         "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$qemu_pid/task/$tid/status)"
 done
 step "The guest boots: Linux under TCG, inside the emulated host (a minute or two)"
+t_boot=$(date +%s)
 qmp '{"execute": "cont"}' >/dev/null
 
-# The guest powers off when it is done
-waited=0
-while kill -0 $qemu_pid 2>/dev/null && [ $waited -lt "$timeout" ]; do
-    sleep 1
-    waited=$((waited + 1))
-done
-if kill -0 $qemu_pid 2>/dev/null; then
-    not_ok "the guest finished within $timeout s"
-    kill $qemu_pid
+# wait_guest PATTERN: wait until the guest reports a line matching
+# PATTERN; fails when QEMU exits first or after the guest's timeout
+deadline=$((t_boot + timeout))
+wait_guest() {
+    while ! grep -q "$1" $T/guest.out 2>/dev/null; do
+        kill -0 $qemu_pid 2>/dev/null && [ "$(date +%s)" -lt $deadline ] || return 1
+        sleep 0.2
+    done
+}
+
+# guest_says TEXT: the rest of the guest's first "guest: hot-plug: TEXT"
+# line (without the serial line's CR)
+guest_says() {
+    tr -d '\r' <$T/guest.out | sed -n "s|^guest: hot-plug: $1||p" | head -n 1
+}
+
+# memory_device ID FIELD: FIELD (a number) of device ID in
+# query-memory-devices
+memory_device() {
+    qmp '{"execute": "query-memory-devices"}' |
+        sed 's/{"type"/\n/g' | grep "\"id\": \"$1\"" |
+        sed -n "s/.*\"$2\": \([0-9]*\).*/\1/p"
+}
+
+# The guest reports its nodes, then waits for hot-plug
+if wait_guest "^guest: reported"; then
+    ok "the guest booted and reported in $(($(date +%s) - t_boot)) s"
+    ready=1
 else
-    ok "the guest booted, ran and powered off in $waited s"
+    not_ok "the guest booted and reported within $timeout s"
+    ready=
 fi
-wait $qemu_pid
 
 step "What an application in the guest sees"
-while read -r line; do diag "$line"; done </tmp/guest.out
+grep -v '^guest: hot-plug:' $T/guest.out | while read -r line; do diag "$line"; done
 
 check "the guest sees node 1 of $region bytes, the region" \
-    grep -q "^guest: node 1: CPUs '', present $region bytes" /tmp/guest.out
-lat0=$(sed -n 's/^node 0: read latency //p' /tmp/guest.out)
-lat1=$(sed -n 's/^node 1: read latency //p' /tmp/guest.out)
+    grep -q "^guest: node 1: CPUs '', present $region bytes" $T/guest.out
+lat0=$(sed -n 's/^node 0: read latency //p' $T/guest.out)
+lat1=$(sed -n 's/^node 1: read latency //p' $T/guest.out)
 check "HMAT makes node 1 faster to read (${lat1:-?} ns) than node 0 (${lat0:-?} ns)" \
     test -n "$lat0" -a -n "$lat1" -a "${lat1:-0}" -lt "${lat0:-0}"
 check "a buffer bound to node 1 lands there and holds its pattern" \
     grep -q "^bound $bind bytes to node 1: all pages on node 1, pattern verified" \
-    /tmp/guest.out
-step "The guest powered off and QEMU quit"
-check "QEMU removed the region's group" \
-    sh -c "! ls -d $R/qemu-pl-* 2>/dev/null"
-diag "bit_usage now: $(cat $R/info/L2/bit_usage)"
+    $T/guest.out
 
-echo 'L2:0=ffff' >$R/schemata
-umount $R
+if [ -z "$cache1" ]; then
+    skip "hot-plug of a second region: the host has one L$level cache, and Linux locks one region per cache"
+elif [ -n "$ready" ]; then
+    wait_guest "^guest: hot-plug: ready for a pc-dimm"
+    step "Hot-plug: QEMU creates a second $mib region, on L$level cache $cache1, and plugs it as a pc-dimm"
+    diag "the guest's memory blocks are $(guest_says "memory blocks are ")"
+    qmp '{"execute": "object-add", "arguments": {"qom-type": "memory-backend-pseudolock",
+          "id": "pl1", "cache-level": '$level', "cache-id": '$cache1', "size": '$region'}}' >$T/qmp.out
+    qmp '{"execute": "device_add", "arguments": {"driver": "pc-dimm", "id": "dimm1",
+          "memdev": "pl1"}}' >>$T/qmp.out
+    check "object-add and device_add pc-dimm succeed" \
+        sh -c "! grep -q error $T/qmp.out"
+    diag "bit_usage: $(cat $R/info/L$level/bit_usage)"
+    wait_guest "^guest: hot-plug: pc-dimm: \(not \)*added\|pc-dimm: no ACPI"
+    sed -n "s/^guest: hot-plug: pc-dimm: kernel: /the guest's kernel: /p" $T/guest.out |
+        while read -r line; do diag "$line"; done
+    check "the guest cannot add 1 MiB: x86 Linux adds memory in 128 MiB blocks" \
+        grep -q "^guest: hot-plug: pc-dimm: kernel: .*Block size \[0x8000000\] unaligned hotplug range" \
+        $T/guest.out
+
+    step "Hot-plug: the same region as an NVDIMM, which Linux takes at any size"
+    qmp '{"execute": "device_del", "arguments": {"id": "dimm1"}}' >/dev/null
+    for i in $(seq 150); do
+        [ -z "$(memory_device dimm1 size)" ] && break
+        sleep 0.2
+    done
+    check "device_del: the guest ejected the pc-dimm" test -z "$(memory_device dimm1 size)"
+    qmp '{"execute": "device_add", "arguments": {"driver": "nvdimm", "id": "nv1",
+          "memdev": "pl1"}}' >$T/qmp.out
+    check "device_add nvdimm succeeds" sh -c "! grep -q error $T/qmp.out"
+    wait_guest "^guest: hot-plug: nvdimm: read\|nvdimm: no"
+    diag "the guest has $(guest_says "nvdimm: ");" \
+        "it wrote random bytes there with direct I/O and read them back"
+    check_eq "the guest sees all of the region as /dev/pmem0" \
+        "/dev/pmem0, $region bytes" "$(guest_says "nvdimm: ")"
+    wrote=$(guest_says "nvdimm: wrote sha256 ")
+    check_eq "what the guest read back is what it wrote" \
+        "$wrote" "$(guest_says "nvdimm: read sha256 ")"
+    addr=$(memory_device nv1 addr)
+    qmp '{"execute": "pmemsave", "arguments": {"val": '"${addr:-0}"', "size": '$region',
+          "filename": "'$T'/nvdimm.bin"}}' >/dev/null
+    check_eq "QEMU finds the same bytes in the region, at guest address $addr" \
+        "$wrote" "$(sha256sum <$T/nvdimm.bin | cut -d' ' -f1)"
+    diag "sha256 of the bytes: ${wrote:-(none)}"
+    hmp=$(qmp '{"execute": "human-monitor-command", "arguments": {"command-line": "info pseudolock"}}' |
+          sed -e 's/^{"return": "//' -e 's/"}$//' -e 's/\\r\\n/\n/g')
+    echo "$hmp" | while read -r line; do diag "(qemu) info pseudolock: $line"; done
+fi
+
+# The guest powers off when it is done
+while kill -0 $qemu_pid 2>/dev/null && [ "$(date +%s)" -lt $deadline ]; do
+    sleep 0.2
+done
+if kill -0 $qemu_pid 2>/dev/null; then
+    not_ok "the guest powered off within $timeout s"
+    kill $qemu_pid
+else
+    ok "the guest powered off $(($(date +%s) - t_boot)) s after it started"
+fi
+wait $qemu_pid
+
+step "The guest powered off and QEMU quit"
+check "QEMU removed the regions' groups" \
+    sh -c "! ls -d $R/qemu-pl-*-$qemu_pid-* 2>/dev/null"
+diag "bit_usage now: $(cat $R/info/L$level/bit_usage)"
+
+echo "$schemata_before" >$R/schemata
+[ -z "$mounted_here" ] || umount $R
 done_testing
