@@ -257,7 +257,7 @@ wait $qemu_pid
 step "The guest powered off and QEMU quit"
 check "QEMU removed the regions' groups" \
     sh -c "! ls -d $R/qemu-pl-*-$qemu_pid-* 2>/dev/null"
-diag "bit_usage now: $(cat $R/info/L$level/bit_usage)"
+diag "bit_usage now: $(cat $R/info/L$level/bit_usage)   (0: no group uses the way)"
 
 echo "$schemata_before" >$R/schemata
 [ -z "$mounted_here" ] || umount $R
