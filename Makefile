@@ -2,13 +2,15 @@
 #
 # make          install missing Debian packages, configure if needed, build
 # make check    build, then run every test suite of the project
-# make demo     build, then boot a guest on the fork's QEMU
+# make demo     build, then run a real-time guest in a pseudo-locked region
+#               (DEMO_ARGS=--emulated or --native: which host, see scripts/demo)
 # make bench    build, then run the benchmarks and print their figures
 # make clean    remove the build directory (downloads stay cached)
 
 BUILD ?= build
 B := $(BUILD)
 MESON_TEST_ARGS ?=
+DEMO_ARGS ?=
 
 # Let ccache serve a clone in another folder (CI clones anew each run):
 # paths below the clone are hashed as relative ones, and the working
@@ -49,7 +51,7 @@ check: all
 
 # The demo builds through the targets above itself, one step at a time
 demo: deps
-	@scripts/demo $(B)
+	@scripts/demo $(DEMO_ARGS) $(B)
 
 # Benchmarks print figures in their TAP comments; run-bench shows them
 bench: all
@@ -59,4 +61,4 @@ clean:
 	rm -rf $(B)
 
 help:
-	@sed -n '3,7p' Makefile | sed 's/^# //'
+	@sed -n '3,8p' Makefile | sed 's/^# //'
