@@ -105,8 +105,9 @@ qmp() {
 # tenths of a second
 wait_qmp() {
     for i in $(seq "${1:-50}"); do
-        [ -S $QMP ] && qmp '{"execute": "query-status"}' >/dev/null 2>&1 &&
-            return 0
+        # (qmp's status is tr's: look for the answer itself)
+        [ -S $QMP ] && qmp '{"execute": "query-status"}' 2>/dev/null |
+            grep -q '"return"' && return 0
         kill -0 $qemu_pid 2>/dev/null || break
         sleep 0.1
     done

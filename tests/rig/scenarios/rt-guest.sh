@@ -69,6 +69,13 @@ schemata_before=$(sed -n "s/^ *\(L$level:.*\)/\1/p" $R/schemata)
 default_mask=$(hex_mask $((cbm_bits - ways)) 0)
 free_ways=L$level:$cache0=$default_mask${cache1:+;$cache1=$default_mask}
 
+# restore_host: give back the ways taken from the default group, and
+# the mount
+restore_host() {
+    echo "$schemata_before" >$R/schemata
+    [ -z "$mounted_here" ] || umount $R
+}
+
 step "The host: L$level cache allocation, $(cpuinfo_field 'model name')"
 diag "kernel $(uname -r); $(grep -c '^processor' /proc/cpuinfo) CPUs;" \
     "L$level cache $cache0: $(cat "$cache_dir/size"), $cbm_bits ways of $way_bytes bytes," \
@@ -107,7 +114,13 @@ rm -f $QMP $T/guest.out
     -serial file:$T/guest-console.log -serial file:$T/guest.out \
     -qmp unix:$QMP,server=on,wait=off 2>$T/qemu.err &
 qemu_pid=$!
-wait_qmp 100
+if ! wait_qmp 100; then
+    echo "Bail out! QEMU did not start:" \
+        "$(grep -v 'warning:' $T/qemu.err | tail -n 3 | tr '\n' ' ')"
+    kill $qemu_pid 2>/dev/null
+    restore_host
+    return 0
+fi
 
 group=$(cd $R && ls -d qemu-pl-*-$qemu_pid-*-pl0 2>/dev/null)
 diag "resctrl group $group: $(cat $R/$group/mode)," \
@@ -263,6 +276,5 @@ check "QEMU removed the regions' groups" \
     sh -c "! ls -d $R/qemu-pl-*-$qemu_pid-* 2>/dev/null"
 diag "bit_usage now: $(cat $R/info/L$level/bit_usage)   (0: no group uses the way)"
 
-echo "$schemata_before" >$R/schemata
-[ -z "$mounted_here" ] || umount $R
+restore_host
 done_testing
