@@ -156,7 +156,10 @@ for tid in $threads; do
     check_eq "vCPU thread $tid may run on the cache's CPUs only" "$cpus_list" \
         "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$qemu_pid/task/$tid/status)"
 done
-step "The guest boots: Linux under TCG, inside the emulated host (a minute or two)"
+case $accel in
+*tcg*) step "The guest boots: Linux under TCG, inside the emulated host (one to three minutes)" ;;
+*) step "The guest boots: Linux under KVM" ;;
+esac
 t_boot=$(date +%s)
 qmp '{"execute": "cont"}' >/dev/null
 
