@@ -129,7 +129,10 @@ diag "bit_usage after:  $(cat $R/info/L$level/bit_usage)   (P: pseudo-locked)"
 
 step "Pinning the vCPUs to the cache's CPUs, as a management stack would"
 reply=$(qmp '{"execute": "query-pseudolock"}')
-diag "query-pseudolock: $reply"
+# a member a line, as a person would read the reply
+diag "QMP query-pseudolock returns one region:"
+echo "$reply" | sed -e 's/^{"return": \[{//' -e 's/}\]}$//' -e 's/, "/\n"/g' |
+    while read -r member; do diag "    $member"; done
 hmp=$(qmp '{"execute": "human-monitor-command", "arguments": {"command-line": "info pseudolock"}}' |
       sed -e 's/^{"return": "//' -e 's/"}$//' -e 's/\\r\\n/\n/g')
 echo "$hmp" | while read -r line; do diag "(qemu) info pseudolock: $line"; done
