@@ -27,21 +27,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "proc-kb.h"
+
 static long mem_available_mib(void)
 {
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[256];
-    long kb = -1;
-
-    while (f && fgets(line, sizeof(line), f)) {
-        if (sscanf(line, "MemAvailable: %ld kB", &kb) == 1) {
-            break;
-        }
-    }
-    if (f) {
-        fclose(f);
-    }
-    return kb / 1024;
+    return proc_kb("/proc/meminfo", "MemAvailable") / 1024;
 }
 
 int main(int argc, char **argv)

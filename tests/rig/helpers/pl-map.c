@@ -39,6 +39,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "proc-kb.h"
+
 static const char *errno_name(int err)
 {
     switch (err) {
@@ -87,19 +89,7 @@ static int parse_cpus(const char *list, cpu_set_t *set)
 /* VmPTE of this process in kB, from /proc/self/status; -1 if absent */
 static long vm_pte_kb(void)
 {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-
-    while (f && fgets(line, sizeof(line), f)) {
-        if (sscanf(line, "VmPTE: %ld kB", &kb) == 1) {
-            break;
-        }
-    }
-    if (f) {
-        fclose(f);
-    }
-    return kb;
+    return proc_kb("/proc/self/status", "VmPTE");
 }
 
 static unsigned char pattern_at(int seed, size_t offset)
