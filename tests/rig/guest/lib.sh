@@ -99,6 +99,13 @@ qmp() {
     ${RIG_BIN:-/rig/bin}/qmp-call $QMP "$@" | tr -d '\r'
 }
 
+# hmp_command COMMAND-LINE: the output of a human monitor command, run
+# over QMP, a line each
+hmp_command() {
+    qmp "{\"execute\": \"human-monitor-command\", \"arguments\": {\"command-line\": \"$1\"}}" |
+        sed -e 's/^{"return": "//' -e 's/"}$//' -e 's/\\r\\n/\n/g'
+}
+
 # wait_qmp [TENTHS]: wait until QEMU $qemu_pid answers QMP, which is
 # after the machine's first reset (the monitor's socket exists long
 # before); fails when QEMU exits first or after TENTHS (default 50)

@@ -53,7 +53,7 @@ for prop in merge dump; do
     reply=$(qmp "{\"execute\": \"qom-get\", \"arguments\": {\"path\": \"/objects/pl0\", \"property\": \"$prop\"}}")
     check_eq "$prop is off by default" '{"return": false}' "$reply"
 done
-hmp=$(qmp '{"execute": "human-monitor-command", "arguments": {"command-line": "info pseudolock"}}')
+hmp=$(hmp_command "info pseudolock")
 diag "$hmp"
 check "info pseudolock shows the region" \
     sh -c "echo '$hmp' | grep -q 'resctrl group p0, L2 cache 0, bitmask ff00, 1 MiB'"
@@ -370,7 +370,7 @@ reply=$(qmp '{"execute": "query-pseudolock"}')
 diag "$reply"
 check "query-pseudolock then says not locked" \
     sh -c "echo '$reply' | grep -q '\"locked\": false'"
-hmp=$(qmp '{"execute": "human-monitor-command", "arguments": {"command-line": "info pseudolock"}}')
+hmp=$(hmp_command "info pseudolock")
 check "info pseudolock says so" \
     sh -c "echo '$hmp' | grep -q 'NOT LOCKED: resctrl group gone was removed'"
 qmp "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": $((NODE1)), \"size\": $size, \"filename\": \"/tmp/node1\"}}" >/dev/null

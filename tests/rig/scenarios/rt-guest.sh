@@ -133,9 +133,8 @@ reply=$(qmp '{"execute": "query-pseudolock"}')
 diag "QMP query-pseudolock returns one region:"
 echo "$reply" | sed -e 's/^{"return": \[{//' -e 's/}\]}$//' -e 's/, "/\n"/g' |
     while read -r member; do diag "    $member"; done
-hmp=$(qmp '{"execute": "human-monitor-command", "arguments": {"command-line": "info pseudolock"}}' |
-      sed -e 's/^{"return": "//' -e 's/"}$//' -e 's/\\r\\n/\n/g')
-echo "$hmp" | while read -r line; do diag "(qemu) info pseudolock: $line"; done
+hmp_command "info pseudolock" |
+    while read -r line; do diag "(qemu) info pseudolock: $line"; done
 host_cpus=$(echo "$reply" | sed -n 's/.*"host-cpus": \[\([0-9, ]*\)\].*/\1/p' | tr -d ' ')
 # resctrl's cpus_list has ranges ("0-1"), host-cpus a list
 cpus_list=$(cat $R/$group/cpus_list)
@@ -256,9 +255,8 @@ elif [ -n "$ready" ]; then
     check_eq "QEMU finds the same bytes in the region, at guest address $addr" \
         "$wrote" "$(sha256sum <$T/nvdimm.bin | cut -d' ' -f1)"
     diag "sha256 of the bytes: ${wrote:-(none)}"
-    hmp=$(qmp '{"execute": "human-monitor-command", "arguments": {"command-line": "info pseudolock"}}' |
-          sed -e 's/^{"return": "//' -e 's/"}$//' -e 's/\\r\\n/\n/g')
-    echo "$hmp" | while read -r line; do diag "(qemu) info pseudolock: $line"; done
+    hmp_command "info pseudolock" |
+        while read -r line; do diag "(qemu) info pseudolock: $line"; done
 fi
 
 # The guest powers off when it is done; after hot-plug it waits for the
