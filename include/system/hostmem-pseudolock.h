@@ -1,0 +1,122 @@
+/*
+ * memory-backend-pseudolock: the object that its files share
+ *
+ * Copyright (c) 2026 qemu-pseudolock developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * The backend is split by concern: the QOM object, its properties and
+ * its alloc/release in backends/hostmem-pseudolock.c; the region in
+ * resctrl (create, describe, remove, remove at exit) in
+ * backends/pseudolock-region.c; mapping the device with the CPU
+ * affinity it demands, and letting go of it, in
+ * backends/pseudolock-map.c; query-pseudolock and info pseudolock in
+ * backends/pseudolock-monitor-cmds.c.  Only those files include this.
+ */
+
+#ifndef SYSTEM_HOSTMEM_PSEUDOLOCK_H
+#define SYSTEM_HOSTMEM_PSEUDOLOCK_H
+
+#include "qemu/queue.h"
+#include "system/hostmem.h"
+
+#define TYPE_MEMORY_BACKEND_PSEUDOLOCK "memory-backend-pseudolock"
+
+OBJECT_DECLARE_SIMPLE_TYPE(HostMemoryBackendPseudolock,
+                           MEMORY_BACKEND_PSEUDOLOCK)
+
+struct HostMemoryBackendPseudolock {
+    HostMemoryBackend parent_obj;
+
+    /* Properties */
+    char *path;
+    uint32_t cache_level;       /* 0: not set */
+    uint32_t cache_id;
+    bool cache_id_set;
+
+    /* What the region turned out to be, for query-pseudolock */
+    char *group;
+    uint64_t cbm;
+    uint32_t domain;
+    uint64_t region_size;
+    GArray *host_cpus;          /* of unsigned */
+    bool created;
+    char *resctrl_mount;
+
+    /* The device mapping, until released */
+    void *host;
+    uint64_t mapped_size;
+    int fd;
+
+    QLIST_ENTRY(HostMemoryBackendPseudolock) created_next;
+};
+
+/* backends/pseudolock-region.c */
+
+/**
+ * pseudolock_region_create: create the group and lock the region
+ * @pl: a backend with cache-level=, cache-id= and size= set
+ * @errp: pointer to a NULL-initialized error object
+ *
+ * Reclaims the groups of QEMUs that are gone, chooses free ways, locks
+ * them in a group named after this process and the object's id, and
+ * waits for the device.  Sets @pl's path, group and created; the group
+ * is removed at exit unless pseudolock_region_remove() does it first.
+ *
+ * Returns: true on success, false with @errp set.
+ */
+bool pseudolock_region_create(HostMemoryBackendPseudolock *pl,
+                              Error **errp);
+
+/**
+ * pseudolock_region_describe: read what @pl's region is from resctrl
+ * @pl: a backend whose group is known
+ * @errp: pointer to a NULL-initialized error object
+ *
+ * Sets the cache level, domain, bitmask, size and host CPUs of @pl.
+ *
+ * Returns: true on success; false with @errp set if resctrl cannot be
+ * read (an unprivileged QEMU) or the group is not a locked region.
+ */
+bool pseudolock_region_describe(HostMemoryBackendPseudolock *pl,
+                                Error **errp);
+
+/**
+ * pseudolock_region_remove: remove the group that @pl created
+ * @pl: the backend; nothing is done if it did not create its group
+ *
+ * Call only once the device is released (pseudolock_unmap()): the
+ * kernel never frees a region whose group goes while it is open.
+ * Failures are reported as warnings.
+ */
+void pseudolock_region_remove(HostMemoryBackendPseudolock *pl);
+
+/**
+ * pseudolock_region_locked: whether @pl's group is still pseudo-locked
+ * @pl: a described backend
+ *
+ * Returns: false once the group was removed under QEMU.
+ */
+bool pseudolock_region_locked(HostMemoryBackendPseudolock *pl);
+
+/* backends/pseudolock-map.c */
+
+/**
+ * pseudolock_map: map the region as @pl's memory region
+ * @pl: the backend, with its size set
+ * @fd: the open device; on success the RAM block owns it
+ * @errp: pointer to a NULL-initialized error object
+ *
+ * Returns: true on success, false with @errp set.
+ */
+bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd, Error **errp);
+
+/**
+ * pseudolock_unmap: let go of the device at once
+ * @pl: the backend; nothing is done if it maps nothing
+ *
+ * The RAM block stays valid and reads zeroes until RCU frees it.
+ */
+void pseudolock_unmap(HostMemoryBackendPseudolock *pl);
+
+#endif /* SYSTEM_HOSTMEM_PSEUDOLOCK_H */
