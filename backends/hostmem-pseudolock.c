@@ -24,7 +24,7 @@
 #include "qapi/error.h"
 #include "qapi/visitor.h"
 #include "qemu/cutils.h"
-#include "qemu/resctrl.h"
+#include "qemu/resctrl-info.h"
 #include "system/hostmem-pseudolock.h"
 
 /* Where the region comes from cannot change once it is mapped */

@@ -9,14 +9,16 @@
  * (cache-level=, cache-id=, size=) in a group named after this process,
  * reads what an existing region is, and removes a group it created, on
  * object-del or when QEMU exits.  A group it did not create is never
- * touched.  The resctrl knowledge itself is in util/resctrl.c; the
+ * touched.  The resctrl knowledge itself is in util/resctrl-*.c; the
  * mapping is backends/pseudolock-map.c's business.
  */
 
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/error-report.h"
-#include "qemu/resctrl.h"
+#include "qemu/resctrl-group.h"
+#include "qemu/resctrl-info.h"
+#include "qemu/resctrl-plan.h"
 #include "system/hostmem-pseudolock.h"
 #include "system/system.h"
 

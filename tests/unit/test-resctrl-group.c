@@ -1,0 +1,131 @@
+/*
+ * Unit tests of resctrl groups (util/resctrl-group.c), on fake trees
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * The resctrl lock, and the reclaim of groups whose QEMU is gone, with a
+ * fake procfs beside a fake mount.
+ */
+
+#include "qemu/osdep.h"
+
+#include <sys/file.h>
+
+#include "qapi/error.h"
+#include "qemu/resctrl-group.h"
+#include "resctrl-test-helpers.h"
+
+/* A fake /proc entry: PID/stat with @start_time, PID/ns/pid */
+static void put_proc(const char *root, unsigned pid, uint64_t start_time,
+                     const char *ns)
+{
+    g_autofree char *stat = g_strdup_printf("proc/%u/stat", pid);
+    g_autofree char *ns_rel = g_strdup_printf("proc/%u/ns/pid", pid);
+    g_autofree char *line = g_strdup_printf(
+        "%u (qemu (x)) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %" PRIu64
+        " 1 1\n", pid, start_time);
+
+    put_file(root, stat, line);
+    put_file(root, ns_rel, ns);
+}
+
+static uint64_t inode_of(const char *root, const char *rel)
+{
+    g_autofree char *path = g_build_filename(root, rel, NULL);
+    struct stat st;
+
+    g_assert_cmpint(stat(path, &st), ==, 0);
+    return st.st_ino;
+}
+
+static void test_lock(void)
+{
+    char *root = tree_new("schemata", "L2:0=ff\n", NULL);
+    g_autofree char *file = g_build_filename(root, "schemata", NULL);
+    g_autofree char *missing = g_build_filename(root, "missing", NULL);
+    Error *err = NULL;
+    int fd = -1, other;
+
+    g_assert_true(resctrl_lock(root, &fd, &error_abort));
+    g_assert_cmpint(fd, >=, 0);
+
+    /* another open file description is excluded, as libvirt would be */
+    other = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    g_assert_cmpint(other, >=, 0);
+    g_assert_cmpint(flock(other, LOCK_EX | LOCK_NB), ==, -1);
+    g_assert_cmpint(errno, ==, EWOULDBLOCK);
+    g_assert_cmpint(flock(other, LOCK_SH | LOCK_NB), ==, -1);
+
+    resctrl_unlock(fd);
+    g_assert_cmpint(flock(other, LOCK_EX | LOCK_NB), ==, 0);
+    close(other);
+    resctrl_unlock(-1);
+
+    g_assert_false(resctrl_lock(missing, &fd, &err));
+    assert_error(&err, "cannot open", missing);
+    g_assert_false(resctrl_lock(file, &fd, &err));
+    assert_error(&err, "cannot open", "Not a directory");
+
+    tree_free(root);
+}
+
+static void test_reclaim_dead_groups(void)
+{
+    char *root = tree_new("mnt/p0", NULL, "mnt/info", NULL, NULL);
+    g_autofree char *mnt = g_build_filename(root, "mnt", NULL);
+    g_autofree char *proc = g_build_filename(root, "proc", NULL);
+    g_autoptr(GPtrArray) reclaimed = g_ptr_array_new_with_free_func(g_free);
+    ResctrlOwner self, other_ns;
+    const char *live, *reused, *gone, *foreign;
+    Error *err = NULL;
+
+    /* this QEMU (pid 100) and a process of another PID namespace */
+    put_proc(root, 100, 5555, "ns-a");
+    put_proc(root, 300, 1, "ns-b");
+    self = (ResctrlOwner) { inode_of(root, "proc/100/ns/pid"), 100, 5555 };
+    other_ns = (ResctrlOwner) { inode_of(root, "proc/300/ns/pid"), 300, 1 };
+    g_assert_cmpuint(self.pidns, !=, other_ns.pidns);
+
+    live = resctrl_owned_group_name(&self, "live");
+    reused = resctrl_owned_group_name(
+        &(ResctrlOwner) { self.pidns, 100, 4444 }, "reused-pid");
+    gone = resctrl_owned_group_name(
+        &(ResctrlOwner) { self.pidns, 200, 1 }, "gone");
+    /* pid 400 means nothing in our namespace: never reclaimed */
+    foreign = resctrl_owned_group_name(
+        &(ResctrlOwner) { other_ns.pidns, 400, 1 }, "foreign");
+    put_dir(mnt, live);
+    put_dir(mnt, reused);
+    put_dir(mnt, gone);
+    put_dir(mnt, foreign);
+
+    g_assert_true(resctrl_reclaim_dead_groups_in(mnt, proc, &self,
+                                                 reclaimed, &err));
+    g_assert_null(err);
+    g_assert_cmpuint(reclaimed->len, ==, 2);
+    g_assert_true(g_ptr_array_find_with_equal_func(reclaimed, reused,
+                                                   g_str_equal, NULL));
+    g_assert_true(g_ptr_array_find_with_equal_func(reclaimed, gone,
+                                                   g_str_equal, NULL));
+    for (const char *const *n = (const char *const[]) {
+             live, foreign, "p0", "info", NULL }; *n; n++) {
+        g_autofree char *path = g_build_filename(mnt, *n, NULL);
+
+        g_assert_true(g_file_test(path, G_FILE_TEST_IS_DIR));
+    }
+    g_free((char *)live);
+    g_free((char *)reused);
+    g_free((char *)gone);
+    g_free((char *)foreign);
+    tree_free(root);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+
+    g_test_add_func("/resctrl/lock", test_lock);
+    g_test_add_func("/resctrl/owner/reclaim", test_reclaim_dead_groups);
+
+    return g_test_run();
+}

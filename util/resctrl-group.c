@@ -1,0 +1,247 @@
+/*
+ * resctrl groups: the lock, creating and removing groups, and the
+ * owners of the groups QEMU creates
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * The only file of the resctrl library that changes the filesystem:
+ * it takes the lock that libvirt takes too, makes a group pseudo-lock
+ * the ways that util/resctrl-plan.c chose, removes groups, and removes
+ * the groups of QEMUs that are gone.  It reads through
+ * util/resctrl-info.c and parses through util/resctrl-parse.c.
+ */
+
+#include "qemu/osdep.h"
+
+#include <dirent.h>
+#include <sys/file.h>
+
+#include "qapi/error.h"
+#include "qemu/resctrl-group.h"
+#include "qemu/resctrl-info.h"
+
+/*
+ * libvirt's virResctrlLock() opens /sys/fs/resctrl with O_RDONLY |
+ * O_CLOEXEC and takes flock(LOCK_EX) on it before it reads the
+ * allocations and creates a group; virResctrlUnlock() releases the lock
+ * by closing the descriptor.  Documentation/arch/x86/resctrl.rst
+ * describes the same protocol.  It must be flock(): QEMU's
+ * qemu_lock_fd() takes fcntl() locks, which do not exclude flock() ones.
+ */
+bool resctrl_lock(const char *mount, int *fd, Error **errp)
+{
+    int lfd = open(mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int ret;
+
+    if (lfd < 0) {
+        error_setg_errno(errp, errno, "cannot open %s", mount);
+        return false;
+    }
+    do {
+        ret = flock(lfd, LOCK_EX);
+    } while (ret < 0 && errno == EINTR);
+    if (ret < 0) {
+        error_setg_errno(errp, errno, "cannot lock %s", mount);
+        close(lfd);
+        return false;
+    }
+    *fd = lfd;
+    return true;
+}
+
+void resctrl_unlock(int fd)
+{
+    if (fd >= 0) {
+        /* closing the only descriptor of the open file drops the lock */
+        close(fd);
+    }
+}
+
+static bool resctrl_write_file(const char *path, const char *text,
+                               Error **errp)
+{
+    size_t len = strlen(text);
+    ssize_t n;
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "cannot open %s", path);
+        return false;
+    }
+    /* kernfs takes the whole write or refuses it */
+    do {
+        n = write(fd, text, len);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 || (size_t)n != len) {
+        error_setg_errno(errp, n < 0 ? errno : EIO, "cannot write %s",
+                         path);
+        close(fd);
+        return false;
+    }
+    if (close(fd) < 0) {
+        error_setg_errno(errp, errno, "cannot write %s", path);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * Add the kernel's explanation of the last failed resctrl command, from
+ * info/last_cmd_status, to @errp.
+ */
+static void resctrl_append_last_cmd_status(const char *mount, Error **errp)
+{
+    g_autofree char *path = g_build_filename(mount, "info",
+                                             "last_cmd_status", NULL);
+    g_autofree char *text = NULL;
+
+    if (resctrl_read_file(path, &text, NULL)) {
+        g_strstrip(text);
+        if (*text && strcmp(text, "ok")) {
+            error_append_hint(errp, "The kernel says (%s): %s\n", path,
+                              text);
+        }
+    }
+}
+
+/* Owner of a process as it appears under @proc (a procfs mount) */
+static bool resctrl_owner_of_pid(const char *proc, const char *pid,
+                                 ResctrlOwner *owner, Error **errp)
+{
+    g_autofree char *ns = g_build_filename(proc, pid, "ns", "pid", NULL);
+    g_autofree char *stat_path = g_build_filename(proc, pid, "stat", NULL);
+    g_autofree char *text = NULL;
+    struct stat st;
+
+    if (stat(ns, &st) < 0) {
+        error_setg_errno(errp, errno, "cannot stat %s", ns);
+        return false;
+    }
+    if (!resctrl_read_file(stat_path, &text, errp)) {
+        return false;
+    }
+    if (!resctrl_parse_u64(pid, 10, &owner->pid) ||
+        !resctrl_parse_stat_start_time(text, &owner->start_time)) {
+        error_setg(errp, "cannot parse %s", stat_path);
+        return false;
+    }
+    owner->pidns = st.st_ino;
+    return true;
+}
+
+bool resctrl_owner_self(ResctrlOwner *owner, Error **errp)
+{
+    g_autofree char *pid = g_strdup_printf("%d", (int)getpid());
+
+    return resctrl_owner_of_pid("/proc", pid, owner, errp);
+}
+
+bool resctrl_reclaim_dead_groups_in(const char *mount, const char *proc,
+                                    const ResctrlOwner *self,
+                                    GPtrArray *reclaimed, Error **errp)
+{
+    struct dirent *de;
+    DIR *d = opendir(mount);
+
+    if (!d) {
+        error_setg_errno(errp, errno, "cannot open %s", mount);
+        return false;
+    }
+    while ((de = readdir(d))) {
+        g_autofree char *pid = NULL;
+        g_autofree char *path = NULL;
+        ResctrlOwner o, now;
+
+        if (!resctrl_parse_owned_group_name(de->d_name, &o) ||
+            o.pidns != self->pidns) {
+            /* not ours, or another PID namespace's: /proc cannot tell */
+            continue;
+        }
+        pid = g_strdup_printf("%" PRIu64, o.pid);
+        if (resctrl_owner_of_pid(proc, pid, &now, NULL) &&
+            now.pidns == o.pidns && now.start_time == o.start_time) {
+            continue;           /* its QEMU is alive */
+        }
+        path = g_build_filename(mount, de->d_name, NULL);
+        if (rmdir(path) < 0 && errno != ENOENT) {
+            error_setg_errno(errp, errno, "cannot remove %s, left by a "
+                             "QEMU that is gone", path);
+            closedir(d);
+            return false;
+        }
+        if (reclaimed) {
+            g_ptr_array_add(reclaimed, g_strdup(de->d_name));
+        }
+    }
+    closedir(d);
+    return true;
+}
+
+bool resctrl_reclaim_dead_groups(const char *mount, GPtrArray *reclaimed,
+                                 Error **errp)
+{
+    ResctrlOwner self;
+
+    return resctrl_owner_self(&self, errp) &&
+           resctrl_reclaim_dead_groups_in(mount, "/proc", &self, reclaimed,
+                                          errp);
+}
+
+bool resctrl_pseudo_lock_create(const char *mount, const char *group,
+                                unsigned level, unsigned cache_id,
+                                uint64_t cbm, Error **errp)
+{
+    ERRP_GUARD();
+    g_autofree char *dir = NULL;
+    g_autofree char *path = NULL;
+    g_autofree char *line = NULL;
+
+    if (!resctrl_valid_group_name(group)) {
+        error_setg(errp, "invalid resctrl group name '%s'", group);
+        return false;
+    }
+    dir = g_build_filename(mount, group, NULL);
+    if (mkdir(dir, 0755) < 0) {
+        error_setg_errno(errp, errno, "cannot create resctrl group %s", dir);
+        resctrl_append_last_cmd_status(mount, errp);
+        return false;
+    }
+
+    path = g_build_filename(dir, "mode", NULL);
+    if (!resctrl_write_file(path, "pseudo-locksetup\n", errp)) {
+        goto fail;
+    }
+    /* The kernel locks the region while it takes this write */
+    g_free(path);
+    path = g_build_filename(dir, "schemata", NULL);
+    line = g_strdup_printf("L%u:%u=%" PRIx64 "\n", level, cache_id, cbm);
+    if (!resctrl_write_file(path, line, errp)) {
+        goto fail;
+    }
+    return true;
+
+fail:
+    resctrl_append_last_cmd_status(mount, errp);
+    if (rmdir(dir) < 0) {
+        error_append_hint(errp, "Could not remove %s again: %s\n", dir,
+                          strerror(errno));
+    }
+    return false;
+}
+
+bool resctrl_group_remove(const char *mount, const char *group,
+                          Error **errp)
+{
+    g_autofree char *dir = NULL;
+
+    if (!resctrl_valid_group_name(group)) {
+        error_setg(errp, "invalid resctrl group name '%s'", group);
+        return false;
+    }
+    dir = g_build_filename(mount, group, NULL);
+    if (rmdir(dir) < 0 && errno != ENOENT) {
+        error_setg_errno(errp, errno, "cannot remove resctrl group %s", dir);
+        return false;
+    }
+    return true;
+}
