@@ -157,6 +157,7 @@ bool pseudolock_region_create(HostMemoryBackendPseudolock *pl,
     HostMemoryBackend *backend = MEMORY_BACKEND(pl);
     const char *id = object_get_canonical_path_component(OBJECT(pl));
     g_autoptr(GPtrArray) reclaimed = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GPtrArray) undecided = g_ptr_array_new_with_free_func(g_free);
     g_autofree char *group = NULL;
     ResctrlOwner self;
     uint64_t cbm, region_size;
@@ -183,7 +184,8 @@ bool pseudolock_region_create(HostMemoryBackendPseudolock *pl,
     if (!resctrl_lock(pl->resctrl_mount, &lock_fd, errp)) {
         return false;
     }
-    ok = resctrl_reclaim_dead_groups(pl->resctrl_mount, reclaimed, errp) &&
+    ok = resctrl_reclaim_dead_groups(pl->resctrl_mount, reclaimed,
+                                     undecided, errp) &&
          resctrl_plan_region(pl->resctrl_mount, pl->cache_level,
                              pl->cache_id, backend->size, &cbm,
                              &region_size, errp) &&
@@ -194,6 +196,10 @@ bool pseudolock_region_create(HostMemoryBackendPseudolock *pl,
     for (i = 0; i < reclaimed->len; i++) {
         info_report("removed resctrl group %s: the QEMU that created it "
                     "is gone", (char *)g_ptr_array_index(reclaimed, i));
+    }
+    for (i = 0; i < undecided->len; i++) {
+        warn_report("left resctrl group %s",
+                    (char *)g_ptr_array_index(undecided, i));
     }
     if (!ok) {
         return false;

@@ -136,9 +136,55 @@ bool resctrl_owner_self(ResctrlOwner *owner, Error **errp)
     return resctrl_owner_of_pid("/proc", pid, owner, errp);
 }
 
+/* The largest pid Linux hands out (PID_MAX_LIMIT on 64-bit hosts) */
+#define RESCTRL_PID_MAX (4 * 1024 * 1024)
+
+/*
+ * Whether the QEMU that created a group is provably gone: no process has
+ * its pid (kill() says ESRCH), or the process that has it started at
+ * another time (a reused pid).  Returns 1 if gone, 0 if it runs, and -1
+ * with @why set if that cannot be told: /proc hides the process
+ * (hidepid=), or its stat file cannot be read or parsed.  A group whose
+ * owner cannot be told dead must stay, because removing a live VM's
+ * group orphans its region until the host reboots.
+ *
+ * The pid is one of this process's PID namespace (the caller checks the
+ * group's), and so are kill() and @proc when @proc is this namespace's
+ * procfs.
+ */
+static int resctrl_owner_gone(const char *proc, const ResctrlOwner *o,
+                              char **why)
+{
+    g_autofree char *pid = g_strdup_printf("%" PRIu64, o->pid);
+    g_autofree char *stat_path = g_build_filename(proc, pid, "stat", NULL);
+    g_autofree char *text = NULL;
+    Error *err = NULL;
+    uint64_t start_time;
+
+    /* kill(0) and kill(-1) would probe groups of processes, not a pid */
+    if (o->pid < 1 || o->pid > RESCTRL_PID_MAX) {
+        return 1;
+    }
+    if (kill((pid_t)o->pid, 0) < 0 && errno == ESRCH) {
+        return 1;
+    }
+    /* it exists (EPERM: another user's); is it the same process? */
+    if (!resctrl_read_file(stat_path, &text, &err)) {
+        *why = g_strdup(error_get_pretty(err));
+        error_free(err);
+        return -1;
+    }
+    if (!resctrl_parse_stat_start_time(text, &start_time)) {
+        *why = g_strdup_printf("cannot parse %s", stat_path);
+        return -1;
+    }
+    return start_time != o->start_time;
+}
+
 bool resctrl_reclaim_dead_groups_in(const char *mount, const char *proc,
                                     const ResctrlOwner *self,
-                                    GPtrArray *reclaimed, Error **errp)
+                                    GPtrArray *reclaimed,
+                                    GPtrArray *undecided, Error **errp)
 {
     struct dirent *de;
     DIR *d = opendir(mount);
@@ -148,18 +194,26 @@ bool resctrl_reclaim_dead_groups_in(const char *mount, const char *proc,
         return false;
     }
     while ((de = readdir(d))) {
-        g_autofree char *pid = NULL;
         g_autofree char *path = NULL;
-        ResctrlOwner o, now;
+        g_autofree char *why = NULL;
+        ResctrlOwner o;
+        int gone;
 
         if (!resctrl_parse_owned_group_name(de->d_name, &o) ||
             o.pidns != self->pidns) {
             /* not ours, or another PID namespace's: /proc cannot tell */
             continue;
         }
-        pid = g_strdup_printf("%" PRIu64, o.pid);
-        if (resctrl_owner_of_pid(proc, pid, &now, NULL) &&
-            now.pidns == o.pidns && now.start_time == o.start_time) {
+        gone = resctrl_owner_gone(proc, &o, &why);
+        if (gone < 0) {
+            if (undecided) {
+                g_ptr_array_add(undecided, g_strdup_printf(
+                    "%s: cannot tell whether its QEMU (pid %" PRIu64 ") "
+                    "is gone: %s", de->d_name, o.pid, why));
+            }
+            continue;
+        }
+        if (!gone) {
             continue;           /* its QEMU is alive */
         }
         path = g_build_filename(mount, de->d_name, NULL);
@@ -178,13 +232,13 @@ bool resctrl_reclaim_dead_groups_in(const char *mount, const char *proc,
 }
 
 bool resctrl_reclaim_dead_groups(const char *mount, GPtrArray *reclaimed,
-                                 Error **errp)
+                                 GPtrArray *undecided, Error **errp)
 {
     ResctrlOwner self;
 
     return resctrl_owner_self(&self, errp) &&
            resctrl_reclaim_dead_groups_in(mount, "/proc", &self, reclaimed,
-                                          errp);
+                                          undecided, errp);
 }
 
 bool resctrl_pseudo_lock_create(const char *mount, const char *group,

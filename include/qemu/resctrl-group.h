@@ -49,34 +49,40 @@ bool resctrl_owner_self(ResctrlOwner *owner, Error **errp);
  * resctrl_reclaim_dead_groups: remove groups whose creating QEMU is gone
  * @mount: resctrl mount point
  * @reclaimed: if not NULL, the removed groups' names are added to it
+ * @undecided: if not NULL, a message is added to it for each group left
+ *     alone because whether its QEMU runs cannot be told
  * @errp: pointer to a NULL-initialized error object
  *
  * Removes every group named by resctrl_owned_group_name() whose owner is
- * in this process's PID namespace and no longer runs: no process has its
- * pid, or the one that has it started at another time.  Groups of other
- * PID namespaces and every other group are left alone.  Hold
- * resctrl_lock().
+ * in this process's PID namespace and provably no longer runs: no
+ * process has its pid, or the one that has it started at another time.
+ * A group whose owner cannot be looked at (/proc mounted with hidepid=,
+ * an unreadable stat file) stays, and so do groups of other PID
+ * namespaces and every other group.  Hold resctrl_lock().
  *
  * Returns: true on success, false with @errp set if the mount cannot be
  * listed or a dead owner's group cannot be removed.
  */
 bool resctrl_reclaim_dead_groups(const char *mount, GPtrArray *reclaimed,
-                                 Error **errp);
+                                 GPtrArray *undecided, Error **errp);
 
 /**
  * resctrl_reclaim_dead_groups_in: resctrl_reclaim_dead_groups() with
  *     another procfs and owner, for tests
  * @mount: resctrl mount point
- * @proc: a directory laid out like /proc (PID/stat and PID/ns/pid)
+ * @proc: a directory laid out like /proc (PID/stat); whether a pid
+ *     exists at all is still asked of the kernel, with kill()
  * @self: the owner whose PID namespace counts
  * @reclaimed: as for resctrl_reclaim_dead_groups()
+ * @undecided: as for resctrl_reclaim_dead_groups()
  * @errp: as for resctrl_reclaim_dead_groups()
  *
  * Returns: as resctrl_reclaim_dead_groups().
  */
 bool resctrl_reclaim_dead_groups_in(const char *mount, const char *proc,
                                     const ResctrlOwner *self,
-                                    GPtrArray *reclaimed, Error **errp);
+                                    GPtrArray *reclaimed,
+                                    GPtrArray *undecided, Error **errp);
 
 /**
  * resctrl_pseudo_lock_create: create a group and pseudo-lock a region

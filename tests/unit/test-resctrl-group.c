@@ -69,38 +69,72 @@ static void test_lock(void)
     tree_free(root);
 }
 
+/* The pid of a child that has exited and been reaped: no process has it */
+static pid_t reaped_pid(void)
+{
+    int status;
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        _exit(0);
+    }
+    g_assert_cmpint(pid, >, 0);
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    return pid;
+}
+
 static void test_reclaim_dead_groups(void)
 {
     char *root = tree_new("mnt/p0", NULL, "mnt/info", NULL, NULL);
     g_autofree char *mnt = g_build_filename(root, "mnt", NULL);
     g_autofree char *proc = g_build_filename(root, "proc", NULL);
     g_autoptr(GPtrArray) reclaimed = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GPtrArray) undecided = g_ptr_array_new_with_free_func(g_free);
+    unsigned me = getpid(), parent = getppid();
     ResctrlOwner self, other_ns;
-    const char *live, *reused, *gone, *foreign;
+    const char *live, *reused, *gone, *foreign, *hidden, *unreadable;
+    g_autofree char *stat_dir = g_strdup_printf("proc/%u/stat", parent);
+    g_autofree char *my_ns = g_strdup_printf("proc/%u/ns/pid", me);
     Error *err = NULL;
 
-    /* this QEMU (pid 100) and a process of another PID namespace */
-    put_proc(root, 100, 5555, "ns-a");
+    /*
+     * Whether a pid exists is asked of the kernel; what runs under it
+     * comes from the fake /proc: this process (start time 5555), and a
+     * process of another PID namespace.
+     */
+    put_proc(root, me, 5555, "ns-a");
     put_proc(root, 300, 1, "ns-b");
-    self = (ResctrlOwner) { inode_of(root, "proc/100/ns/pid"), 100, 5555 };
+    self = (ResctrlOwner) { inode_of(root, my_ns), me, 5555 };
     other_ns = (ResctrlOwner) { inode_of(root, "proc/300/ns/pid"), 300, 1 };
     g_assert_cmpuint(self.pidns, !=, other_ns.pidns);
 
     live = resctrl_owned_group_name(&self, "live");
     reused = resctrl_owned_group_name(
-        &(ResctrlOwner) { self.pidns, 100, 4444 }, "reused-pid");
+        &(ResctrlOwner) { self.pidns, me, 4444 }, "reused-pid");
     gone = resctrl_owned_group_name(
-        &(ResctrlOwner) { self.pidns, 200, 1 }, "gone");
+        &(ResctrlOwner) { self.pidns, reaped_pid(), 1 }, "gone");
     /* pid 400 means nothing in our namespace: never reclaimed */
     foreign = resctrl_owned_group_name(
         &(ResctrlOwner) { other_ns.pidns, 400, 1 }, "foreign");
+    /*
+     * Live processes that /proc does not show (hidepid=invisible), or
+     * whose stat cannot be read: they may be running VMs, so stay.
+     */
+    hidden = resctrl_owned_group_name(
+        &(ResctrlOwner) { self.pidns, 1, 1 }, "hidden");
+    put_dir(root, stat_dir);
+    unreadable = resctrl_owned_group_name(
+        &(ResctrlOwner) { self.pidns, parent, 1 }, "unreadable");
     put_dir(mnt, live);
     put_dir(mnt, reused);
     put_dir(mnt, gone);
     put_dir(mnt, foreign);
+    put_dir(mnt, hidden);
+    put_dir(mnt, unreadable);
 
     g_assert_true(resctrl_reclaim_dead_groups_in(mnt, proc, &self,
-                                                 reclaimed, &err));
+                                                 reclaimed, undecided,
+                                                 &err));
     g_assert_null(err);
     g_assert_cmpuint(reclaimed->len, ==, 2);
     g_assert_true(g_ptr_array_find_with_equal_func(reclaimed, reused,
@@ -108,15 +142,37 @@ static void test_reclaim_dead_groups(void)
     g_assert_true(g_ptr_array_find_with_equal_func(reclaimed, gone,
                                                    g_str_equal, NULL));
     for (const char *const *n = (const char *const[]) {
-             live, foreign, "p0", "info", NULL }; *n; n++) {
+             live, foreign, hidden, unreadable, "p0", "info", NULL };
+         *n; n++) {
         g_autofree char *path = g_build_filename(mnt, *n, NULL);
 
         g_assert_true(g_file_test(path, G_FILE_TEST_IS_DIR));
     }
+
+    /* what stays undecided is said, with the reason */
+    g_assert_cmpuint(undecided->len, ==, 2);
+    for (guint i = 0; i < undecided->len; i++) {
+        const char *msg = g_ptr_array_index(undecided, i);
+
+        g_test_message("undecided: %s", msg);
+        g_assert_nonnull(strstr(msg, "cannot tell whether its QEMU"));
+        g_assert_true(g_str_has_prefix(msg, hidden) ||
+                      g_str_has_prefix(msg, unreadable));
+        g_assert_nonnull(strstr(msg, "cannot read"));
+    }
+
+    /* without a list for them, they stay all the same */
+    g_ptr_array_set_size(reclaimed, 0);
+    g_assert_true(resctrl_reclaim_dead_groups_in(mnt, proc, &self,
+                                                 reclaimed, NULL, &err));
+    g_assert_cmpuint(reclaimed->len, ==, 0);
+
     g_free((char *)live);
     g_free((char *)reused);
     g_free((char *)gone);
     g_free((char *)foreign);
+    g_free((char *)hidden);
+    g_free((char *)unreadable);
     tree_free(root);
 }
 
