@@ -6,9 +6,10 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
  * The monitor's view of the backends: the QMP command walks the objects
- * as query-memdev does and reports each mapped region, whether its group
- * is still locked included; the HMP command prints the same reply for
- * people.  Both only read what the backend found out when it mapped.
+ * as query-memdev does and reports each mapped region; the HMP command
+ * prints the same reply for people.  They report what the backend found
+ * out when it mapped, and ask resctrl only one thing afresh: whether the
+ * region's group is still pseudo-locked.
  */
 
 #include "qemu/osdep.h"
