@@ -104,12 +104,12 @@ static void resctrl_append_last_cmd_status(const char *mount, Error **errp)
     }
 }
 
-/* Owner of a process as it appears under @proc (a procfs mount) */
-static bool resctrl_owner_of_pid(const char *proc, const char *pid,
-                                 ResctrlOwner *owner, Error **errp)
+bool resctrl_owner_self(ResctrlOwner *owner, Error **errp)
 {
-    g_autofree char *ns = g_build_filename(proc, pid, "ns", "pid", NULL);
-    g_autofree char *stat_path = g_build_filename(proc, pid, "stat", NULL);
+    g_autofree char *pid = g_strdup_printf("%d", (int)getpid());
+    g_autofree char *ns = g_build_filename("/proc", pid, "ns", "pid", NULL);
+    g_autofree char *stat_path = g_build_filename("/proc", pid, "stat",
+                                                  NULL);
     g_autofree char *text = NULL;
     struct stat st;
 
@@ -120,20 +120,13 @@ static bool resctrl_owner_of_pid(const char *proc, const char *pid,
     if (!resctrl_read_file(stat_path, &text, errp)) {
         return false;
     }
-    if (!resctrl_parse_u64(pid, 10, &owner->pid) ||
-        !resctrl_parse_stat_start_time(text, &owner->start_time)) {
+    if (!resctrl_parse_stat_start_time(text, &owner->start_time)) {
         error_setg(errp, "cannot parse %s", stat_path);
         return false;
     }
+    owner->pid = getpid();
     owner->pidns = st.st_ino;
     return true;
-}
-
-bool resctrl_owner_self(ResctrlOwner *owner, Error **errp)
-{
-    g_autofree char *pid = g_strdup_printf("%d", (int)getpid());
-
-    return resctrl_owner_of_pid("/proc", pid, owner, errp);
 }
 
 /* The largest pid Linux hands out (PID_MAX_LIMIT on 64-bit hosts) */
