@@ -109,7 +109,8 @@ void pseudolock_region_remove(HostMemoryBackendPseudolock *pl)
     }
     QLIST_REMOVE(pl, created_next);
     pl->created = false;
-    if (!resctrl_lock(pl->resctrl_mount, &lock_fd, &err) ||
+    if (!resctrl_lock(pl->resctrl_mount, RESCTRL_LOCK_TIMEOUT_MS,
+                      &lock_fd, &err) ||
         !resctrl_group_remove(pl->resctrl_mount, pl->group, &err)) {
         error_prepend(&err, "pseudo-locked region '%s' stays: ", pl->group);
         warn_report_err(err);
@@ -181,7 +182,8 @@ bool pseudolock_region_create(HostMemoryBackendPseudolock *pl,
     }
     group = resctrl_owned_group_name(&self, id);
 
-    if (!resctrl_lock(pl->resctrl_mount, &lock_fd, errp)) {
+    if (!resctrl_lock(pl->resctrl_mount, RESCTRL_LOCK_TIMEOUT_MS, &lock_fd,
+                      errp)) {
         return false;
     }
     ok = resctrl_reclaim_dead_groups(pl->resctrl_mount, reclaimed,

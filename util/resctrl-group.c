@@ -20,6 +20,67 @@
 #include "qemu/resctrl-group.h"
 #include "qemu/resctrl-info.h"
 
+/* How often a held lock is tried again */
+#define RESCTRL_LOCK_POLL_US (10 * 1000)
+
+/*
+ * Who holds the flock() of @fd, in words, for an error message: the
+ * kernel lists holders in /proc/locks by device and inode.
+ */
+static char *resctrl_lock_holder(int fd, const char *proc_locks)
+{
+    g_autofree char *locks = NULL;
+    struct stat st;
+    int64_t pid;
+
+    if (fstat(fd, &st) < 0 ||
+        !g_file_get_contents(proc_locks, &locks, NULL, NULL) ||
+        !resctrl_parse_lock_holder(locks, major(st.st_dev), minor(st.st_dev),
+                                   st.st_ino, &pid)) {
+        return g_strdup("another process");
+    }
+    if (pid == getpid()) {
+        return g_strdup("this process");
+    }
+    if (pid == 0) {
+        return g_strdup("a process in another PID namespace");
+    }
+    return g_strdup_printf("process %" PRId64, pid);
+}
+
+/*
+ * flock(LOCK_EX) on @fd (the file @what), waiting at most @timeout_ms:
+ * whoever holds it may be any user, and may never let go.
+ */
+static bool resctrl_flock(int fd, const char *what, int64_t timeout_ms,
+                          const char *proc_locks, Error **errp)
+{
+    int64_t deadline = g_get_monotonic_time() + timeout_ms * 1000;
+    g_autofree char *holder = NULL;
+
+    while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno != EWOULDBLOCK) {
+            error_setg_errno(errp, errno, "cannot lock %s", what);
+            return false;
+        }
+        if (g_get_monotonic_time() >= deadline) {
+            holder = resctrl_lock_holder(fd, proc_locks);
+            if (timeout_ms) {
+                error_setg(errp, "%s holds the lock on %s, still after "
+                           "%" PRId64 " ms", holder, what, timeout_ms);
+            } else {
+                error_setg(errp, "%s holds the lock on %s", holder, what);
+            }
+            return false;
+        }
+        g_usleep(RESCTRL_LOCK_POLL_US);
+    }
+    return true;
+}
+
 /*
  * libvirt's virResctrlLock() opens /sys/fs/resctrl with O_RDONLY |
  * O_CLOEXEC and takes flock(LOCK_EX) on it before it reads the
@@ -28,20 +89,19 @@
  * describes the same protocol.  It must be flock(): QEMU's
  * qemu_lock_fd() takes fcntl() locks, which do not exclude flock() ones.
  */
-bool resctrl_lock(const char *mount, int *fd, Error **errp)
+bool resctrl_lock(const char *mount, int64_t timeout_ms, int *fd,
+                  Error **errp)
 {
     int lfd = open(mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int ret;
 
     if (lfd < 0) {
         error_setg_errno(errp, errno, "cannot open %s", mount);
         return false;
     }
-    do {
-        ret = flock(lfd, LOCK_EX);
-    } while (ret < 0 && errno == EINTR);
-    if (ret < 0) {
-        error_setg_errno(errp, errno, "cannot lock %s", mount);
+    if (!resctrl_flock(lfd, mount, timeout_ms, "/proc/locks", errp)) {
+        error_append_hint(errp, "Another resctrl user (libvirt, pqos, a "
+                          "script under flock(1)) holds %s; QEMU does not "
+                          "wait longer with the monitor blocked.\n", mount);
         close(lfd);
         return false;
     }

@@ -18,6 +18,7 @@
 #include "qemu/osdep.h"
 
 #include "qapi/error.h"
+#include "qemu/cutils.h"
 #include "qemu/resctrl-parse.h"
 
 /* cpus_list larger than this is taken as garbage, not as a CPU count */
@@ -461,6 +462,53 @@ bool resctrl_parse_stat_start_time(const char *text, uint64_t *start_time)
         return false;
     }
     return resctrl_parse_u64(fields[19], 10, start_time);
+}
+
+bool resctrl_parse_lock_holder(const char *text, unsigned dev_major,
+                               unsigned dev_minor, uint64_t ino,
+                               int64_t *pid)
+{
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    char **line;
+
+    /*
+     * "1: FLOCK  ADVISORY  WRITE 1234 00:16:2 0 EOF": the holder's pid
+     * as this pid namespace sees it (0 if it cannot), then the device in
+     * hex and the inode in decimal.  Waiters' lines have "->" after the
+     * number and come after the holder's.
+     */
+    for (line = lines; *line; line++) {
+        g_auto(GStrv) f = g_strsplit_set(*line, " ", -1);
+        g_auto(GStrv) id = NULL;
+        g_autoptr(GPtrArray) words = g_ptr_array_new();
+        uint64_t maj, min, inode;
+        int64_t holder;
+        char **w;
+
+        for (w = f; *w; w++) {
+            if (**w) {
+                g_ptr_array_add(words, *w);
+            }
+        }
+        if (words->len < 6 ||
+            strcmp(g_ptr_array_index(words, 1), "FLOCK") ||
+            strcmp(g_ptr_array_index(words, 3), "WRITE")) {
+            continue;
+        }
+        id = g_strsplit(g_ptr_array_index(words, 5), ":", 3);
+        if (g_strv_length(id) != 3 ||
+            !resctrl_parse_u64(id[0], 16, &maj) ||
+            !resctrl_parse_u64(id[1], 16, &min) ||
+            !resctrl_parse_u64(id[2], 10, &inode) ||
+            maj != dev_major || min != dev_minor || inode != ino) {
+            continue;
+        }
+        if (!qemu_strtoi64(g_ptr_array_index(words, 4), NULL, 10, &holder)) {
+            *pid = holder > 0 ? holder : 0;
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Owner of a process as it appears under @proc (a procfs mount) */

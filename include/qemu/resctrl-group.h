@@ -15,20 +15,27 @@
 
 #include "qemu/resctrl-parse.h"
 
+/* How long QEMU waits for the resctrl lock, with its monitor blocked */
+#define RESCTRL_LOCK_TIMEOUT_MS 5000
+
 /**
  * resctrl_lock: take the resctrl filesystem lock
  * @mount: resctrl mount point
+ * @timeout_ms: how long to wait for another holder to let go
  * @fd: on success, the descriptor holding the lock
  * @errp: pointer to a NULL-initialized error object
  *
  * Takes flock(LOCK_EX) on the mount directory, the advisory lock that
  * Documentation/arch/x86/resctrl.rst asks writers to take and that
  * libvirt takes, so that groups are not created or changed under us.
- * Blocks until the lock is free.
+ * Any user can open the directory and hold the lock for ever, so the
+ * wait is bounded.
  *
- * Returns: true on success, false with @errp set.
+ * Returns: true on success, false with @errp set, naming the holder
+ * from /proc/locks when it is still held after @timeout_ms.
  */
-bool resctrl_lock(const char *mount, int *fd, Error **errp);
+bool resctrl_lock(const char *mount, int64_t timeout_ms, int *fd,
+                  Error **errp);
 
 /**
  * resctrl_unlock: release the lock taken by resctrl_lock()

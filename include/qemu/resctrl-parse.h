@@ -235,6 +235,23 @@ bool resctrl_parse_devices_major(const char *text, const char *driver,
 bool resctrl_parse_stat_start_time(const char *text, uint64_t *start_time);
 
 /**
+ * resctrl_parse_lock_holder: who holds an exclusive flock(), from /proc/locks
+ * @text: the content of /proc/locks
+ * @dev_major: major number of the device of the locked file's file system
+ * @dev_minor: its minor number
+ * @ino: the locked file's inode number
+ * @pid: on success, the holder's pid in the reader's pid namespace, or 0
+ *     if the holder is in a pid namespace that the reader cannot see
+ *
+ * Only flock(LOCK_EX) locks count, not waiters and not fcntl() locks.
+ *
+ * Returns: true if @text lists a holder for the file.
+ */
+bool resctrl_parse_lock_holder(const char *text, unsigned dev_major,
+                               unsigned dev_minor, uint64_t ino,
+                               int64_t *pid);
+
+/**
  * resctrl_owned_group_name: the name of a group that @owner creates
  * @owner: the creating process
  * @id: the object id; must not be empty

@@ -46,7 +46,7 @@ static void test_lock(void)
     Error *err = NULL;
     int fd = -1, other;
 
-    g_assert_true(resctrl_lock(root, &fd, &error_abort));
+    g_assert_true(resctrl_lock(root, 0, &fd, &error_abort));
     g_assert_cmpint(fd, >=, 0);
 
     /* another open file description is excluded, as libvirt would be */
@@ -61,10 +61,68 @@ static void test_lock(void)
     close(other);
     resctrl_unlock(-1);
 
-    g_assert_false(resctrl_lock(missing, &fd, &err));
+    g_assert_false(resctrl_lock(missing, 0, &fd, &err));
     assert_error(&err, "cannot open", missing);
-    g_assert_false(resctrl_lock(file, &fd, &err));
+    g_assert_false(resctrl_lock(file, 0, &fd, &err));
     assert_error(&err, "cannot open", "Not a directory");
+
+    tree_free(root);
+}
+
+/*
+ * A holder that never lets go: the wait ends after the timeout, and the
+ * error names the holder as /proc/locks lists it.
+ */
+static void test_lock_timeout(void)
+{
+    char *root = tree_new("schemata", "L2:0=ff\n", NULL);
+    g_autofree char *by_child = NULL;
+    Error *err = NULL;
+    int64_t start;
+    int fd = -1, other, ready[2];
+    char c;
+    pid_t child;
+
+    other = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    g_assert_cmpint(flock(other, LOCK_EX), ==, 0);
+    start = g_get_monotonic_time();
+    g_assert_false(resctrl_lock(root, 50, &fd, &err));
+    g_assert_cmpint(g_get_monotonic_time() - start, >=, 50 * 1000);
+    assert_error(&err, "this process holds the lock on", "still after 50 ms");
+    g_assert_cmpint(fd, ==, -1);
+    close(other);
+
+    /* held by another process, which /proc/locks names */
+    g_assert_cmpint(pipe(ready), ==, 0);
+    child = fork();
+    if (child == 0) {
+        other = open(root, O_RDONLY | O_DIRECTORY);
+        if (flock(other, LOCK_EX) == 0 && write(ready[1], "x", 1) == 1) {
+            pause();
+        }
+        _exit(1);
+    }
+    g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
+    by_child = g_strdup_printf("process %d holds the lock on", child);
+    g_assert_false(resctrl_lock(root, 20, &fd, &err));
+    assert_error(&err, by_child, root);
+    kill(child, SIGKILL);
+    g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
+    close(ready[0]);
+    close(ready[1]);
+
+    /* a holder that lets go within the timeout is waited for */
+    other = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    g_assert_cmpint(flock(other, LOCK_EX), ==, 0);
+    child = fork();
+    if (child == 0) {
+        g_usleep(30 * 1000);
+        _exit(0);
+    }
+    close(other);   /* the child's copy of the descriptor holds it */
+    g_assert_true(resctrl_lock(root, 5000, &fd, &error_abort));
+    resctrl_unlock(fd);
+    g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
 
     tree_free(root);
 }
@@ -181,6 +239,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
 
     g_test_add_func("/resctrl/lock", test_lock);
+    g_test_add_func("/resctrl/lock-timeout", test_lock_timeout);
     g_test_add_func("/resctrl/owner/reclaim", test_reclaim_dead_groups);
 
     return g_test_run();

@@ -239,6 +239,33 @@ static void test_stat_start_time(void)
         "7 (a) S 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 x5 1\n", &t));
 }
 
+static void test_lock_holder(void)
+{
+    /* resctrl's root (0:37, inode 1) locked by 812, with a waiter */
+    const char *locks =
+        "1: POSIX  ADVISORY  WRITE 900 00:37:1 0 EOF\n"
+        "2: FLOCK  ADVISORY  READ 901 00:16:2 0 EOF\n"
+        "3: FLOCK  ADVISORY  WRITE 812 00:25:1 0 EOF\n"
+        "3: -> FLOCK  ADVISORY  WRITE 4242 00:25:1 0 EOF\n"
+        "4: FLOCK  ADVISORY  WRITE 0 fe:01:10952761 0 EOF\n";
+    int64_t pid = -1;
+
+    g_assert_true(resctrl_parse_lock_holder(locks, 0, 0x25, 1, &pid));
+    g_assert_cmpint(pid, ==, 812);
+    /* device numbers are hex, inodes decimal */
+    g_assert_true(resctrl_parse_lock_holder(locks, 0xfe, 1, 10952761, &pid));
+    g_assert_cmpint(pid, ==, 0);
+    /* fcntl() locks and shared flock()s do not exclude LOCK_EX here */
+    g_assert_false(resctrl_parse_lock_holder(locks, 0, 0x37, 1, &pid));
+    g_assert_false(resctrl_parse_lock_holder(locks, 0, 0x16, 2, &pid));
+    g_assert_false(resctrl_parse_lock_holder(locks, 0, 0x25, 2, &pid));
+    g_assert_false(resctrl_parse_lock_holder("", 0, 0x25, 1, &pid));
+    g_assert_false(resctrl_parse_lock_holder(
+        "3: FLOCK  ADVISORY  WRITE 812 00:25\n", 0, 0x25, 1, &pid));
+    g_assert_false(resctrl_parse_lock_holder(
+        "3: FLOCK  ADVISORY  WRITE x 00:25:1 0 EOF\n", 0, 0x25, 1, &pid));
+}
+
 static void test_owned_group_name(void)
 {
     ResctrlOwner o = { .pidns = 4026531836u, .pid = 1234,
@@ -379,6 +406,7 @@ int main(int argc, char **argv)
     g_test_add_func("/resctrl/parse/bit-usage", test_parse_bit_usage);
     g_test_add_func("/resctrl/owner/stat-start-time", test_stat_start_time);
     g_test_add_func("/resctrl/owner/group-name", test_owned_group_name);
+    g_test_add_func("/resctrl/owner/lock-holder", test_lock_holder);
     g_test_add_func("/resctrl/parse/mountinfo", test_parse_mountinfo);
     g_test_add_func("/resctrl/parse/mode", test_parse_mode);
     g_test_add_func("/resctrl/parse/devices-major", test_parse_devices_major);
