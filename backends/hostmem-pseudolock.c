@@ -20,7 +20,6 @@
  */
 
 #include "qemu/osdep.h"
-#include <sys/file.h>
 #include "qapi/error.h"
 #include "qapi/visitor.h"
 #include "qemu/cutils.h"
@@ -141,25 +140,13 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
     if (fd < 0) {
         goto fail_created;
     }
-    /*
-     * Every mmap of the device zeroes the region: a second user would
-     * wipe the memory of a running guest.  Hold it exclusively, as QEMU
-     * locks disk images, before mapping anything.
-     */
-    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        if (errno == EWOULDBLOCK) {
-            error_setg(errp, "pseudo-locked region '%s' is in use by "
-                       "another process or memory backend", pl->path);
-        } else {
-            error_setg_errno(errp, errno, "cannot lock '%s'", pl->path);
-        }
-        goto fail;
-    }
-
     if (!resctrl_group_of_fd(fd, &pl->group, errp)) {
         error_prepend(errp, "%s: ", pl->path);
         error_append_hint(errp, "Give a pseudo-locked region's device, "
                           "/dev/pseudo_lock/<group>.\n");
+        goto fail;
+    }
+    if (!pseudolock_claim(pl, fd, errp)) {
         goto fail;
     }
     if (!pseudolock_region_describe(pl, &local_err)) {
@@ -198,6 +185,7 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
 
 fail:
     close(fd);
+    pseudolock_unclaim(pl);
 fail_created:
     pseudolock_region_remove(pl);
     return false;
@@ -238,6 +226,7 @@ static void pseudolock_backend_instance_init(Object *obj)
     HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
 
     pl->fd = -1;
+    pl->claim_fd = -1;
 
     /* The device maps shared only; neither KSM nor core dumps apply */
     backend->share = true;

@@ -8,8 +8,10 @@
  * The rules of the device (arch/x86/kernel/cpu/resctrl/pseudo_lock.c):
  * it can only be mapped shared, by a thread whose allowed CPUs all
  * belong to the region's cache domain, and every mmap zeroes the mapped
- * range.  This file maps it under those rules and, on object-del or
- * exit, releases it at once rather than when RCU frees the RAM block.
+ * range.  This file claims the region for one backend (so that nothing
+ * else maps it while a guest runs on it), maps it under those rules
+ * and, on object-del or exit, releases it at once rather than when RCU
+ * frees the RAM block.
  * Which region it is, and its group, is backends/pseudolock-region.c's
  * business.
  */
@@ -17,7 +19,70 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/error-report.h"
+#include "qemu/resctrl-group.h"
 #include "system/hostmem-pseudolock.h"
+
+static int pseudolock_find_claimant(Object *child, void *opaque)
+{
+    HostMemoryBackendPseudolock **found = opaque;
+    HostMemoryBackendPseudolock *other = (HostMemoryBackendPseudolock *)
+        object_dynamic_cast(child, TYPE_MEMORY_BACKEND_PSEUDOLOCK);
+
+    if (other && other != *found && other->claim_fd >= 0 &&
+        other->rdev == (*found)->rdev) {
+        *found = other;
+        return 1;
+    }
+    return 0;
+}
+
+/*
+ * Every mmap of the device zeroes the region: a second user would wipe
+ * the memory of a running guest.  Claim it for this backend alone, as
+ * QEMU locks disk images, before mapping anything; the claim is keyed
+ * by the device number, so another path, node or descriptor of the same
+ * region does not get round it.
+ */
+bool pseudolock_claim(HostMemoryBackendPseudolock *pl, int fd, Error **errp)
+{
+    HostMemoryBackendPseudolock *claimant = pl;
+    struct stat st;
+
+    if (fstat(fd, &st) < 0) {
+        error_setg_errno(errp, errno, "cannot stat '%s'", pl->path);
+        return false;
+    }
+    pl->rdev = st.st_rdev;
+    /* Say which backend it is if it is one of ours */
+    if (object_child_foreach(object_get_objects_root(),
+                             pseudolock_find_claimant, &claimant)) {
+        error_setg(errp, "pseudo-locked region '%s' is already the memory "
+                   "of backend '%s'", pl->group,
+                   object_get_canonical_path_component(OBJECT(claimant)));
+        error_append_hint(errp, "A region backs one memory backend at most "
+                          "(here reached as '%s' and '%s'): mapping it again "
+                          "would zero it.\n", claimant->path, pl->path);
+        return false;
+    }
+    if (!resctrl_region_claim(fd, &pl->claim_fd, errp)) {
+        error_prepend(errp, "pseudo-locked region '%s' is in use: ",
+                      pl->group);
+        error_append_hint(errp, "A region is the memory of one QEMU at "
+                          "most, whichever device node or descriptor it "
+                          "is given by: every mapping zeroes it.\n");
+        return false;
+    }
+    return true;
+}
+
+/* Give the region up, once this backend no longer maps its device */
+void pseudolock_unclaim(HostMemoryBackendPseudolock *pl)
+{
+    if (pl->claim_fd >= 0) {
+        close(pl->claim_fd);
+        pl->claim_fd = -1;
+    }
+}
 
 static char *pseudolock_cpu_list(GArray *cpus)
 {
@@ -108,6 +173,7 @@ void pseudolock_unmap(HostMemoryBackendPseudolock *pl)
     int devnull;
 
     if (!pl->host) {
+        pseudolock_unclaim(pl);
         return;
     }
     if (mmap(pl->host, pl->mapped_size, PROT_READ | PROT_WRITE,
@@ -125,4 +191,5 @@ void pseudolock_unmap(HostMemoryBackendPseudolock *pl)
     }
     pl->host = NULL;
     pl->fd = -1;
+    pseudolock_unclaim(pl);
 }

@@ -117,6 +117,49 @@ void resctrl_unlock(int fd)
     }
 }
 
+/*
+ * The kernel lets any number of processes map a region's device, and
+ * each mmap zeroes the region, so users must agree on one lock per
+ * region.  A lock on the device node would not do: a node made with
+ * mknod (libvirt's private /dev) is another inode, and descriptors that
+ * share one open file (/dev/fdset dups) share its flock too.  The
+ * device's directory in sysfs is one inode per region, in every mount
+ * namespace, readable by every user, and gone with the region; and each
+ * claim opens it anew, so two claims in one process exclude each other.
+ */
+bool resctrl_region_claim_in(int fd, const char *sys_dev_char,
+                             const char *proc_locks, int *claim_fd,
+                             Error **errp)
+{
+    g_autofree char *dir = NULL;
+    struct stat st;
+    int dfd;
+
+    if (fstat(fd, &st) < 0) {
+        error_setg_errno(errp, errno, "cannot stat the device");
+        return false;
+    }
+    dir = g_strdup_printf("%s/%u:%u", sys_dev_char, major(st.st_rdev),
+                          minor(st.st_rdev));
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        error_setg_errno(errp, errno, "cannot open %s", dir);
+        return false;
+    }
+    if (!resctrl_flock(dfd, dir, 0, proc_locks, errp)) {
+        close(dfd);
+        return false;
+    }
+    *claim_fd = dfd;
+    return true;
+}
+
+bool resctrl_region_claim(int fd, int *claim_fd, Error **errp)
+{
+    return resctrl_region_claim_in(fd, "/sys/dev/char", "/proc/locks",
+                                   claim_fd, errp);
+}
+
 static bool resctrl_write_file(const char *path, const char *text,
                                Error **errp)
 {

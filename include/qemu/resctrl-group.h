@@ -44,6 +44,38 @@ bool resctrl_lock(const char *mount, int64_t timeout_ms, int *fd,
 void resctrl_unlock(int fd);
 
 /**
+ * resctrl_region_claim: claim a pseudo-locked region for this user alone
+ * @fd: the region's open device
+ * @claim_fd: on success, the descriptor that holds the claim; closing it
+ *     gives the region up
+ * @errp: pointer to a NULL-initialized error object
+ *
+ * Takes flock(LOCK_EX) on the device's directory in sysfs,
+ * /sys/dev/char/<major>:<minor>, without waiting.  The claim is keyed by
+ * the device number, so it excludes every other claim of the region
+ * whatever path, node or descriptor reached it, in this process or
+ * another, in any mount namespace.
+ *
+ * Returns: true on success; false with @errp set, naming the holder,
+ * if the region is claimed already.
+ */
+bool resctrl_region_claim(int fd, int *claim_fd, Error **errp);
+
+/**
+ * resctrl_region_claim_in: resctrl_region_claim() with other files
+ * @fd: as for resctrl_region_claim()
+ * @sys_dev_char: a directory like /sys/dev/char
+ * @proc_locks: a file in the format of /proc/locks
+ * @claim_fd: as for resctrl_region_claim()
+ * @errp: as for resctrl_region_claim()
+ *
+ * For tests.
+ */
+bool resctrl_region_claim_in(int fd, const char *sys_dev_char,
+                             const char *proc_locks, int *claim_fd,
+                             Error **errp);
+
+/**
  * resctrl_owner_self: the #ResctrlOwner of this process
  * @owner: filled on success
  * @errp: pointer to a NULL-initialized error object

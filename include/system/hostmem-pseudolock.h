@@ -43,7 +43,9 @@ struct HostMemoryBackendPseudolock {
     bool created;
     char *resctrl_mount;
 
-    /* The device mapping, until released */
+    /* The claim on the region and its mapping, until released */
+    dev_t rdev;
+    int claim_fd;
     void *host;
     uint64_t mapped_size;
     int fd;
@@ -102,6 +104,27 @@ bool pseudolock_region_locked(HostMemoryBackendPseudolock *pl);
 /* backends/pseudolock-map.c */
 
 /**
+ * pseudolock_claim: claim the region for @pl alone
+ * @pl: the backend, with its path and group known
+ * @fd: the open device
+ * @errp: pointer to a NULL-initialized error object
+ *
+ * Fails if another backend of this QEMU, or another process, has
+ * claimed the same region (the same device number) by whatever path,
+ * device node or descriptor.  pseudolock_unmap() or pseudolock_unclaim()
+ * gives it up.
+ *
+ * Returns: true on success, false with @errp set.
+ */
+bool pseudolock_claim(HostMemoryBackendPseudolock *pl, int fd, Error **errp);
+
+/**
+ * pseudolock_unclaim: give up the claim of pseudolock_claim()
+ * @pl: the backend; nothing is done if it holds no claim
+ */
+void pseudolock_unclaim(HostMemoryBackendPseudolock *pl);
+
+/**
  * pseudolock_map: map the region as @pl's memory region
  * @pl: the backend, with its size set
  * @fd: the open device; on success the RAM block owns it
@@ -115,7 +138,8 @@ bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd, Error **errp);
  * pseudolock_unmap: let go of the device at once
  * @pl: the backend; nothing is done if it maps nothing
  *
- * The RAM block stays valid and reads zeroes until RCU frees it.
+ * The RAM block stays valid and reads zeroes until RCU frees it.  The
+ * claim on the region goes last, once nothing of this QEMU maps it.
  */
 void pseudolock_unmap(HostMemoryBackendPseudolock *pl);
 

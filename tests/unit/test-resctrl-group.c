@@ -127,6 +127,53 @@ static void test_lock_timeout(void)
     tree_free(root);
 }
 
+/*
+ * Claims of a region are keyed by its device number: any descriptor of
+ * the same device, a dup of one, or the same descriptor again meets the
+ * first claim.  /dev/null stands in for the region's device.
+ */
+static void test_region_claim(void)
+{
+    char *root = tree_new("dev/1:3", NULL, NULL);
+    g_autofree char *sys_dev_char = g_build_filename(root, "dev", NULL);
+    g_autofree char *empty = g_build_filename(root, "empty", NULL);
+    int dev = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int other = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int dup_fd = dup(dev);
+    Error *err = NULL;
+    int claim = -1, claim2 = -1;
+
+    g_assert_true(resctrl_region_claim_in(dev, sys_dev_char, "/proc/locks",
+                                          &claim, &error_abort));
+    g_assert_cmpint(claim, >=, 0);
+    g_assert_false(resctrl_region_claim_in(dev, sys_dev_char, "/proc/locks",
+                                           &claim2, &err));
+    assert_error(&err, "this process holds the lock on", "/dev/1:3");
+    g_assert_false(resctrl_region_claim_in(dup_fd, sys_dev_char,
+                                           "/proc/locks", &claim2, &err));
+    assert_error(&err, "holds the lock on", "/dev/1:3");
+    g_assert_false(resctrl_region_claim_in(other, sys_dev_char,
+                                           "/proc/locks", &claim2, &err));
+    assert_error(&err, "holds the lock on", "/dev/1:3");
+    g_assert_cmpint(claim2, ==, -1);
+
+    /* closing the claim gives the region up */
+    close(claim);
+    g_assert_true(resctrl_region_claim_in(other, sys_dev_char, "/proc/locks",
+                                          &claim2, &error_abort));
+    close(claim2);
+
+    g_assert_cmpint(mkdir(empty, 0755), ==, 0);
+    g_assert_false(resctrl_region_claim_in(dev, empty, "/proc/locks",
+                                           &claim, &err));
+    assert_error(&err, "cannot open", "empty/1:3");
+
+    close(dev);
+    close(other);
+    close(dup_fd);
+    tree_free(root);
+}
+
 /* The pid of a child that has exited and been reaped: no process has it */
 static pid_t reaped_pid(void)
 {
@@ -240,6 +287,7 @@ int main(int argc, char **argv)
 
     g_test_add_func("/resctrl/lock", test_lock);
     g_test_add_func("/resctrl/lock-timeout", test_lock_timeout);
+    g_test_add_func("/resctrl/region-claim", test_region_claim);
     g_test_add_func("/resctrl/owner/reclaim", test_reclaim_dead_groups);
 
     return g_test_run();

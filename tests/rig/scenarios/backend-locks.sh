@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # memory-backend-pseudolock and the locks it shares with other users:
-# the resctrl lock, which any user can hold.  The fork's QEMU runs inside
-# the emulated Goldmont host (qtest accelerator) and creates its region
-# on L2 cache 0.
+# the claim that keeps a region the memory of one backend whatever
+# path, device node or descriptor reaches it, and the resctrl lock that
+# any user can hold.  The stock kernel pseudo-locks half of L2 cache 0
+# of the Goldmont host; the fork's QEMU runs inside it (qtest
+# accelerator).  Every refused QEMU must leave the running guest's
+# memory as it was: each mmap of the device would have zeroed it.
 
 R=/sys/fs/resctrl
 QEMU=/usr/bin/qemu-system-x86_64
+NODE1=0x4000000             # node 0 is 64 MiB of RAM, node 1 follows
 qemu_none="$QEMU -machine none -accel qtest -nodefaults -display none"
 machine="-machine q35 -accel qtest -nodefaults -display none -m 65M \
     -object memory-backend-ram,id=ram0,size=64M \
@@ -25,12 +29,138 @@ stop_qemu() {
     wait $qemu_pid
 }
 
+# node1_holds BYTE: node 1 of the running QEMU holds pl-map's pattern
+node1_holds() {
+    rm -f /tmp/node1
+    qmp "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": $((NODE1)), \"size\": $size, \"filename\": \"/tmp/node1\"}}" >/dev/null
+    [ "$(/rig/bin/pl-map -s "$size" -v "$1" /tmp/node1)" = "verified $size" ]
+}
+
+# refused DESCRIPTION WANT COMMAND...: COMMAND (a QEMU) fails, its
+# stderr says WANT, and the running guest's memory is intact
+refused() {
+    desc=$1
+    want=$2
+    shift 2
+    # (a QEMU that is not refused would run: kill it, and fail)
+    timeout -s KILL 60 "$@" 2>/tmp/refused.err
+    check_eq "$desc" 1 $?
+    diag "$(grep -v 'TCG doesn' /tmp/refused.err)"
+    check "  saying: $want" grep -q -- "$want" /tmp/refused.err
+    check "  and node 1 still holds the guest's data" node1_holds 77
+}
+
 mount -t resctrl resctrl $R
 echo 'L2:0=00ff' >$R/schemata
+pseudo_lock p0 'L2:0=ff00'
+check_eq "region p0 is pseudo-locked" pseudo-locked "$(cat $R/p0/mode)"
+size=$(sed -n 's/.*L2:0=//p' $R/p0/size)
+cpus=$(cat $R/p0/cpus_list)
+devno=$(cat /sys/class/pseudo_lock/p0/dev)
+diag "region p0: $size bytes, device $devno, CPUs $cpus"
 pl=memory-backend-pseudolock
 
+# --- The region's claim --------------------------------------------------
+
+start_qemu -object $pl,id=pl0,path=/dev/pseudo_lock/p0
+out=$(/rig/bin/pl-map -c "$cpus" -s "$size" -w 77 /dev/pseudo_lock/p0)
+check_eq "QEMU maps p0 as node 1, a helper writes the guest's data" \
+    "mapped $size" "$out"
+check "node 1 holds it" node1_holds 77
+
+# Other processes, by every way of reaching the device
+refused "a second QEMU on the same path is refused" \
+    "is in use: process $qemu_pid holds the lock on /sys/dev/char/$devno" \
+    $qemu_none -object $pl,id=a,path=/dev/pseudo_lock/p0
+mknod /tmp/p0-node c ${devno%:*} ${devno#*:}
+refused "a second QEMU on a node made with mknod is refused" \
+    "process $qemu_pid holds the lock" \
+    $qemu_none -object $pl,id=a,path=/tmp/p0-node
+# libvirt's way: a private /dev in a mount namespace, its own node
+refused "a QEMU with a private /dev and its own node is refused" \
+    "process $qemu_pid holds the lock" \
+    unshare -m sh -c "mount -t tmpfs dev /dev && mknod /dev/null c 1 3 &&
+        mknod /dev/pl c ${devno%:*} ${devno#*:} &&
+        exec $qemu_none -object $pl,id=a,path=/dev/pl"
+refused "a QEMU given a descriptor (-add-fd) is refused" \
+    "process $qemu_pid holds the lock" \
+    sh -c "exec $qemu_none -add-fd fd=3,set=1 \
+        -object $pl,id=a,path=/dev/fdset/1 3<>/dev/pseudo_lock/p0"
+
+# The same QEMU, by every way: object-add over QMP
+while IFS='|' read -r args want; do
+    reply=$(qmp "{\"execute\": \"object-add\", \"arguments\": {\"qom-type\": \"$pl\", \"id\": \"again\", $args}}")
+    diag "$args: $reply"
+    case $reply in
+    *'"error"'*"$want"*) ok "object-add with $args is refused: $want" ;;
+    *) not_ok "object-add with $args is refused: $want" ;;
+    esac
+    check "  and node 1 still holds the guest's data" node1_holds 77
+done <<EOF
+"path": "/dev/pseudo_lock/p0"|pseudo-locked region 'p0' is already the memory of backend 'pl0'
+"path": "/tmp/p0-node"|pseudo-locked region 'p0' is already the memory of backend 'pl0'
+EOF
+check_eq "QEMU still holds one descriptor of the region" 1 \
+    "$(ls -l /proc/$qemu_pid/fd | grep -c -e '/dev/pseudo_lock/p0$' -e p0-node)"
+check_eq "and one claim on it" 1 \
+    "$(ls -l /proc/$qemu_pid/fd | grep -c /sys/devices/virtual/pseudo_lock/p0)"
+stop_qemu
+
+# Within one QEMU on the command line: one fdset twice, two fdsets that
+# hold dups of one descriptor, a path and a mknod node.  Each pair
+# shares what flock() on the device would key on (its open file, or
+# nothing at all), but not the device number.
+dev=/dev/pseudo_lock/p0
+while IFS='|' read -r desc args; do
+    timeout -s KILL 60 sh -c "exec $qemu_none $args 3<>$dev 4<&3" \
+        2>/tmp/pair.err
+    check_eq "$desc: refused" 1 $?
+    diag "$(grep -v 'TCG doesn' /tmp/pair.err)"
+    check "  as the memory of backend 'a' already" \
+        grep -q "pseudo-locked region 'p0' is already the memory of backend 'a'" \
+        /tmp/pair.err
+done <<EOF
+one fdset for two backends|-add-fd fd=3,set=1 -object $pl,id=a,path=/dev/fdset/1 -object $pl,id=b,path=/dev/fdset/1
+two fdsets of dups of one descriptor|-add-fd fd=3,set=1 -add-fd fd=4,set=2 -object $pl,id=a,path=/dev/fdset/1 -object $pl,id=b,path=/dev/fdset/2
+a path and a mknod node|-object $pl,id=a,path=$dev -object $pl,id=b,path=/tmp/p0-node
+EOF
+
+# The claim goes with the backend: object-del gives the region up, and
+# so does a QEMU killed with SIGKILL.
+start_qemu -object $pl,id=pl0,path=/tmp/p0-node
+reply=$(qmp "{\"execute\": \"object-add\", \"arguments\": {\"qom-type\": \"$pl\", \"id\": \"pl9\", \"path\": \"$dev\"}}")
+check "a QEMU on the mknod node holds the claim" \
+    sh -c "echo '$reply' | grep -q 'already the memory'"
+kill -9 $qemu_pid
+wait $qemu_pid 2>/dev/null
+start_qemu -object $pl,id=pl0,path=$dev
+reply=$(qmp '{"execute": "query-pseudolock"}')
+check "after it was killed, the region can be mapped again" \
+    sh -c "echo '$reply' | grep -q '\"mapped-size\": $size'"
+stop_qemu
+
+rm -f $QMP
+$QEMU -machine q35 -accel qtest -nodefaults -display none -m 64M,slots=2,maxmem=1G \
+    -qmp unix:$QMP,server=on,wait=off 2>/tmp/qemu.err &
+qemu_pid=$!
+wait_qmp
+for i in 1 2 3; do
+    for path in $dev /tmp/p0-node; do
+        r1=$(qmp "{\"execute\": \"object-add\", \"arguments\": {\"qom-type\": \"$pl\", \"id\": \"pl1\", \"path\": \"$path\"}}")
+        r2=$(qmp '{"execute": "object-del", "arguments": {"id": "pl1"}}')
+        [ "$r1$r2" = '{"return": {}}{"return": {}}' ] || break 2
+    done
+done
+check_eq "object-add and object-del, 6 times by path and by node" \
+    '{"return": {}}{"return": {}}' "$r1$r2"
+check "and QEMU holds no claim or descriptor afterwards" \
+    sh -c "! ls -l /proc/$qemu_pid/fd | grep -q -e pseudo_lock -e p0-node -e sys/devices"
+stop_qemu
+rm /tmp/p0-node
+rmdir $R/p0
+
 # --- The resctrl lock, held by someone else -----------------------------
-# (ways 8-15 of L2 cache 0 are free for QEMU's own region)
+# (ways 8-15 of L2 cache 0 are free again for QEMU's own region)
 
 created="$pl,id=pl0,cache-level=2,cache-id=0,size=1M"
 /rig/bin/flock-hold $R >/tmp/hold.out &

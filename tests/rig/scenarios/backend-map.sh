@@ -274,7 +274,7 @@ echo 'L2:0=000f;1=000f' >$R/schemata
 pseudo_lock p2 'L2:1=00f0'
 check_eq "region p2 is locked on L2 cache 1" pseudo-locked "$(cat $R/p2/mode)"
 pl_fds() {
-    ls -l /proc/$qemu_pid/fd | grep -c pseudo_lock
+    ls -l /proc/$qemu_pid/fd | grep -c ' /dev/pseudo_lock/'
 }
 # object-add arguments | what the refusal must say
 while IFS='|' read -r args want; do
@@ -288,7 +288,7 @@ done <<EOF
 "cache-level": 2, "cache-id": 0, "size": 4194304|L2 cache 0 is too small for 4194304 bytes: it has 16 ways of 131072 bytes
 "cache-level": 2, "cache-id": 7, "size": 1048576|unknown L2 cache id 7
 "cache-level": 2, "cache-id": 0, "size": 262144|L2 cache 0 already holds a pseudo-locked region (bitmask ff00), and Linux locks one region per cache
-"path": "/dev/pseudo_lock/$group"|is in use by another process or memory backend
+"path": "/dev/pseudo_lock/$group"|is already the memory of backend 'pl1'
 "path": "/dev/pseudo_lock/p2", "size": 1048576|size=1 MiB is larger than the pseudo-locked region 'p2' (512 KiB)
 "path": "/dev/pseudo_lock/p2", "size": 4097|size=4097 is not a multiple of the page size (4096)
 "path": "/dev/pseudo_lock/p2", "share": false|share=off is not supported
@@ -301,6 +301,8 @@ EOF
 check_eq "and leaves no group but pl1's" "$group" \
     "$(cd $R && ls -d qemu-pl-* 2>/dev/null)"
 check_eq "and no descriptor but pl1's" 1 "$(pl_fds)"
+check_eq "and no claim but pl1's" 1 \
+    "$(ls -l /proc/$qemu_pid/fd | grep -c /sys/devices/virtual/pseudo_lock/)"
 check_eq "and no mapping but pl1's" 1 \
     "$(grep -c pseudo_lock /proc/$qemu_pid/maps)"
 rmdir $R/p2
