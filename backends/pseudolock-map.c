@@ -17,6 +17,7 @@
  */
 
 #include "qemu/osdep.h"
+#include <sys/prctl.h>
 #include "qapi/error.h"
 #include "qemu/error-report.h"
 #include "qemu/resctrl-group.h"
@@ -97,10 +98,33 @@ static char *pseudolock_cpu_list(GArray *cpus)
 }
 
 /*
+ * Why this thread cannot run on the cache's CPUs, as a hint.  libvirt
+ * starts QEMU with -sandbox resourcecontrol=deny, whose seccomp filter
+ * fails sched_setaffinity() with EPERM, as a cpuset that lacks the CPUs
+ * fails it with EINVAL.
+ */
+static void pseudolock_affinity_hint(int err, const char *cpus,
+                                     Error **errp)
+{
+    if (err == EPERM && prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 2) {
+        error_append_hint(errp, "QEMU's seccomp sandbox forbids changing "
+                          "the CPU affinity (-sandbox resourcecontrol=deny, "
+                          "libvirt's default).  Start QEMU with its affinity "
+                          "within CPUs %s (taskset, or libvirt's "
+                          "<emulatorpin>), or allow resource control.\n",
+                          cpus);
+    } else {
+        error_append_hint(errp, "Mapping a pseudo-locked region needs "
+                          "them; allow them in QEMU's cpuset or cgroup.\n");
+    }
+}
+
+/*
  * Map the region.  The kernel only lets a thread whose allowed CPUs all
  * share the cache map it, so narrow this thread's affinity to the
- * domain's CPUs for the mmap, whatever QEMU's own affinity is, and
- * restore it afterwards.
+ * domain's CPUs for the mmap, unless it lies within them already, and
+ * restore it afterwards.  Not changing an affinity that fits is what
+ * lets QEMU map regions in a sandbox that forbids changing it.
  */
 bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd,
                     Error **errp)
@@ -108,7 +132,7 @@ bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd,
     ERRP_GUARD();
     HostMemoryBackend *backend = MEMORY_BACKEND(pl);
     g_autofree char *name = host_memory_backend_get_name(backend);
-    cpu_set_t saved, domain;
+    cpu_set_t saved, domain, outside;
     bool narrowed = false;
     bool ok;
     unsigned i;
@@ -122,18 +146,22 @@ bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd,
         for (i = 0; i < pl->host_cpus->len; i++) {
             CPU_SET(g_array_index(pl->host_cpus, unsigned, i), &domain);
         }
-        if (sched_setaffinity(0, sizeof(domain), &domain) < 0) {
-            g_autofree char *cpus = pseudolock_cpu_list(pl->host_cpus);
+        /* the CPUs this thread may run on that are not the cache's */
+        CPU_XOR(&outside, &saved, &domain);
+        CPU_AND(&outside, &outside, &saved);
+        if (CPU_COUNT(&outside)) {
+            if (sched_setaffinity(0, sizeof(domain), &domain) < 0) {
+                int err = errno;
+                g_autofree char *cpus = pseudolock_cpu_list(pl->host_cpus);
 
-            error_setg_errno(errp, errno, "cannot run on CPUs %s, the CPUs "
-                             "of the cache that holds region '%s'", cpus,
-                             pl->group);
-            error_append_hint(errp, "Mapping a pseudo-locked region needs "
-                              "them; allow them in QEMU's cpuset or "
-                              "cgroup.\n");
-            return false;
+                error_setg_errno(errp, err, "cannot run on CPUs %s, the "
+                                 "CPUs of the cache that holds region '%s'",
+                                 cpus, pl->group);
+                pseudolock_affinity_hint(err, cpus, errp);
+                return false;
+            }
+            narrowed = true;
         }
-        narrowed = true;
     }
 
     backend->aligned = true;
@@ -146,7 +174,8 @@ bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd,
         warn_report("cannot restore the CPU affinity after mapping '%s': %s",
                     pl->path, strerror(errno));
     }
-    if (!ok && !narrowed) {
+    if (!ok && !pl->host_cpus) {
+        /* Without resctrl, QEMU could not tell which CPUs it needs */
         error_append_hint(errp, "The calling thread's allowed CPUs must all "
                           "share the region's cache.\n");
     }
