@@ -178,7 +178,7 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
         goto fail;
     }
 
-    /* On success the RAM block owns fd, and the lock with it */
+    /* On success the backend keeps fd until it is released */
     if (pseudolock_map(pl, fd, errp)) {
         return true;
     }
@@ -212,6 +212,7 @@ static void pseudolock_backend_instance_finalize(Object *obj)
     /* Already done if the object was deleted; not if it never was added */
     pseudolock_unmap(pl);
     pseudolock_region_remove(pl);
+    pseudolock_free_range(pl);
     g_free(pl->path);
     g_free(pl->group);
     g_free(pl->resctrl_mount);

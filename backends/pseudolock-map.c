@@ -20,6 +20,9 @@
 #include <sys/prctl.h>
 #include "qapi/error.h"
 #include "qemu/error-report.h"
+#include "qemu/mmap-alloc.h"
+#include "qemu/rcu.h"
+#include "qemu/units.h"
 #include "qemu/resctrl-group.h"
 #include "system/hostmem-pseudolock.h"
 
@@ -98,6 +101,21 @@ static char *pseudolock_cpu_list(GArray *cpus)
 }
 
 /*
+ * Where to map a region: at a 2 MiB boundary when it is that large, so
+ * that a kernel able to map it with 2 MiB (PMD) entries, as the host
+ * patches are, can do so; with only 4 KiB alignment, which QEMU's RAM
+ * mapping of a character device gets, no 2 MiB range of the guest's
+ * memory would be aligned in QEMU's address space.
+ */
+#define PSEUDOLOCK_PMD_SIZE (2 * MiB)
+
+static size_t pseudolock_map_align(uint64_t size)
+{
+    return size >= PSEUDOLOCK_PMD_SIZE ? PSEUDOLOCK_PMD_SIZE
+                                       : qemu_real_host_page_size();
+}
+
+/*
  * Why this thread cannot run on the cache's CPUs, as a hint.  libvirt
  * starts QEMU with -sandbox resourcecontrol=deny, whose seccomp filter
  * fails sched_setaffinity() with EPERM, as a cpuset that lacks the CPUs
@@ -134,8 +152,9 @@ bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd,
     g_autofree char *name = host_memory_backend_get_name(backend);
     cpu_set_t saved, domain, outside;
     bool narrowed = false;
-    bool ok;
+    void *host;
     unsigned i;
+    int map_errno;
 
     if (pl->host_cpus) {
         if (sched_getaffinity(0, sizeof(saved), &saved) < 0) {
@@ -164,61 +183,103 @@ bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd,
         }
     }
 
-    backend->aligned = true;
-    ok = memory_region_init_ram_from_fd(&backend->mr, OBJECT(backend), name,
-                                        backend->size, RAM_SHARED, fd, 0,
-                                        errp);
+    host = qemu_ram_mmap(fd, backend->size, pseudolock_map_align(backend->size),
+                         QEMU_MAP_SHARED, 0);
+    map_errno = errno;
 
     if (narrowed && sched_setaffinity(0, sizeof(saved), &saved) < 0) {
         /* Only possible if our cpuset shrank meanwhile: carry on */
         warn_report("cannot restore the CPU affinity after mapping '%s': %s",
                     pl->path, strerror(errno));
     }
-    if (!ok && !pl->host_cpus) {
-        /* Without resctrl, QEMU could not tell which CPUs it needs */
-        error_append_hint(errp, "The calling thread's allowed CPUs must all "
-                          "share the region's cache.\n");
+    if (host == MAP_FAILED) {
+        error_setg_errno(errp, map_errno, "cannot map pseudo-locked region "
+                         "'%s'", pl->group);
+        if (!pl->host_cpus) {
+            /* Without resctrl, QEMU could not tell which CPUs it needs */
+            error_append_hint(errp, "The calling thread's allowed CPUs must "
+                              "all share the region's cache.\n");
+        }
+        return false;
     }
-    if (ok) {
-        pl->host = memory_region_get_ram_ptr(&backend->mr);
-        pl->mapped_size = backend->size;
-        pl->fd = fd;
-    }
-    return ok;
+
+    /*
+     * The RAM block gets the memory, not the descriptor: whatever takes a
+     * RAM block's descriptor to map it elsewhere (vhost-user back ends,
+     * the multi-process remote, cpr-transfer's new QEMU) would zero the
+     * region, or fail on other CPUs.  Without one they leave it alone.
+     */
+    memory_region_init_ram_ptr(&backend->mr, OBJECT(backend), name,
+                               backend->size, host);
+    /*
+     * What a memory device aligns the region to in the guest (a DIMM or
+     * an NVDIMM), as a descriptor's RAM block would have it: its page
+     * size.  A region is whole pages, not whole 2 MiB.
+     */
+    backend->mr.align = qemu_real_host_page_size();
+    pl->host = host;
+    pl->mapped_size = backend->size;
+    pl->fd = fd;
+    return true;
 }
 
 /*
  * Let go of the device at once, not when RCU gets round to freeing the
  * RAM block: put anonymous memory in place of the mapping, so that a
- * late reader sees zeroes rather than a fault, and the null device in
- * place of the descriptor, so that the block's own munmap() and close()
- * stay harmless.  That drops the last reference to the open device, and
- * with it the lock on the region; only then may the group be removed,
- * because the kernel never frees a region whose group is removed while
- * its device is open.
+ * late reader sees zeroes rather than a fault, and close the device.
+ * That drops the last reference to the open device; only then may the
+ * claim go and the group be removed, because the kernel never frees a
+ * region whose group is removed while its device is open or mapped.
  */
-void pseudolock_unmap(HostMemoryBackendPseudolock *pl)
+bool pseudolock_unmap(HostMemoryBackendPseudolock *pl)
 {
-    int devnull;
-
-    if (!pl->host) {
+    if (pl->fd < 0) {
         pseudolock_unclaim(pl);
-        return;
+        return true;
     }
     if (mmap(pl->host, pl->mapped_size, PROT_READ | PROT_WRITE,
-             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+             -1, 0) == MAP_FAILED) {
+        /* The guest's memory is still the region: keep all of it */
         warn_report("cannot unmap pseudo-locked region '%s': %s", pl->group,
                     strerror(errno));
+        return false;
     }
-    devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (devnull < 0 || dup3(devnull, pl->fd, O_CLOEXEC) < 0) {
-        warn_report("cannot close pseudo-locked region '%s': %s", pl->group,
-                    strerror(errno));
-    }
-    if (devnull >= 0) {
-        close(devnull);
-    }
-    pl->host = NULL;
+    close(pl->fd);
     pl->fd = -1;
     pseudolock_unclaim(pl);
+    return true;
+}
+
+typedef struct PseudolockStaleRange {
+    struct rcu_head rcu;
+    void *host;
+    size_t size;
+} PseudolockStaleRange;
+
+static void pseudolock_stale_range_free(PseudolockStaleRange *range)
+{
+    qemu_ram_munmap(-1, range->host, range->size);
+    g_free(range);
+}
+
+/*
+ * The RAM block only points at our memory: give the address range back
+ * once RCU readers that may still hold the block are gone, which is
+ * after the block itself is reclaimed (call_rcu() runs callbacks in
+ * order, and the block went first, with the memory region).
+ */
+void pseudolock_free_range(HostMemoryBackendPseudolock *pl)
+{
+    PseudolockStaleRange *range;
+
+    if (!pl->host || pl->fd >= 0) {
+        /* Never mapped, or still the device's: then it stays mapped */
+        return;
+    }
+    range = g_new(PseudolockStaleRange, 1);
+    range->host = pl->host;
+    range->size = pl->mapped_size;
+    pl->host = NULL;
+    call_rcu(range, pseudolock_stale_range_free, rcu);
 }

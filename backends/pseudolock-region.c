@@ -107,6 +107,12 @@ void pseudolock_region_remove(HostMemoryBackendPseudolock *pl)
     if (!pl->created) {
         return;
     }
+    if (pl->fd >= 0) {
+        /* rmdir now would orphan a region that the guest still uses */
+        warn_report("pseudo-locked region '%s' stays: this QEMU still "
+                    "maps it", pl->group);
+        return;
+    }
     QLIST_REMOVE(pl, created_next);
     pl->created = false;
     if (!resctrl_lock(pl->resctrl_mount, RESCTRL_LOCK_TIMEOUT_MS,

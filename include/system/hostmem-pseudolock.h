@@ -43,12 +43,15 @@ struct HostMemoryBackendPseudolock {
     bool created;
     char *resctrl_mount;
 
-    /* The claim on the region and its mapping, until released */
+    /*
+     * The claim on the region, and the open device, until released; the
+     * address range of the mapping until finalized
+     */
     dev_t rdev;
     int claim_fd;
+    int fd;
     void *host;
     uint64_t mapped_size;
-    int fd;
 
     QLIST_ENTRY(HostMemoryBackendPseudolock) created_next;
 };
@@ -87,9 +90,10 @@ bool pseudolock_region_describe(HostMemoryBackendPseudolock *pl,
  * pseudolock_region_remove: remove the group that @pl created
  * @pl: the backend; nothing is done if it did not create its group
  *
- * Call only once the device is released (pseudolock_unmap()): the
- * kernel never frees a region whose group goes while it is open.
- * Failures are reported as warnings.
+ * Call once the device is released (pseudolock_unmap()): the kernel
+ * never frees a region whose group goes while it is open, so while @pl
+ * still holds the device the group stays, with a warning.  Failures are
+ * reported as warnings too.
  */
 void pseudolock_region_remove(HostMemoryBackendPseudolock *pl);
 
@@ -127,7 +131,7 @@ void pseudolock_unclaim(HostMemoryBackendPseudolock *pl);
 /**
  * pseudolock_map: map the region as @pl's memory region
  * @pl: the backend, with its size set
- * @fd: the open device; on success the RAM block owns it
+ * @fd: the open device; on success @pl keeps it until pseudolock_unmap()
  * @errp: pointer to a NULL-initialized error object
  *
  * Returns: true on success, false with @errp set.
@@ -140,7 +144,18 @@ bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd, Error **errp);
  *
  * The RAM block stays valid and reads zeroes until RCU frees it.  The
  * claim on the region goes last, once nothing of this QEMU maps it.
+ *
+ * Returns: true if the device is released (or was not held); false,
+ * with a warning, if it stays mapped: then its group must stay too.
  */
-void pseudolock_unmap(HostMemoryBackendPseudolock *pl);
+bool pseudolock_unmap(HostMemoryBackendPseudolock *pl);
+
+/**
+ * pseudolock_free_range: give back the address range of a released mapping
+ * @pl: the backend, being finalized
+ *
+ * The range is unmapped after an RCU grace period.
+ */
+void pseudolock_free_range(HostMemoryBackendPseudolock *pl);
 
 #endif /* SYSTEM_HOSTMEM_PSEUDOLOCK_H */

@@ -83,6 +83,22 @@ stop_qemu
 check "the region outlives a QEMU that did not create it" \
     test -c /dev/pseudo_lock/p0
 
+# cpr-transfer hands the RAM blocks' descriptors to a new QEMU, whose
+# mmap would zero the region: the backend's block has none, so it is
+# refused before anything starts.  (The rest of this machine is made
+# fit for cpr-transfer, so that the region is what refuses it.)
+rm -f $QMP
+$QEMU $(echo "$machine" | sed 's/q35/q35,aux-ram-share=on/; s/size=64M/size=64M,share=on/') \
+    -object $pl 2>/tmp/qemu.err &
+qemu_pid=$!
+wait_qmp
+qmp '{"execute": "migrate-set-parameters", "arguments": {"mode": "cpr-transfer"}}' >/dev/null
+reply=$(qmp '{"execute": "migrate", "arguments": {"channels": [{"channel-type": "main", "addr": {"transport": "socket", "type": "unix", "path": "/tmp/main.sock"}}, {"channel-type": "cpr", "addr": {"transport": "socket", "type": "unix", "path": "/tmp/cpr.sock"}}]}}')
+diag "$reply"
+check "cpr-transfer is refused: the region cannot be handed over" \
+    sh -c "echo '$reply' | grep -q 'Memory region pl0 is not compatible with CPR'"
+stop_qemu
+
 # The other direction: a helper maps the region first and waits.  QEMU's
 # own mmap zeroes the region again, then its loader device writes a file
 # into node 1 at reset: the helper's mapping must see those bytes.

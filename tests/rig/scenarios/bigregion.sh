@@ -5,7 +5,8 @@
 # lock 8, 12 and 15 ways, map each from a helper on the cache's CPUs,
 # and give it to a nested QEMU as node 1 through memory-backend-pseudolock:
 # the pattern the helper writes must be what QEMU reads at node 1.
-# Also whether the mappings use 2 MiB page-table entries:
+# Also whether the mappings, the helper's and QEMU's own, use 2 MiB
+# page-table entries:
 #   rig.ways=LIST       the region sizes to try, in ways (e.g. "8 12 15")
 #   rig.expect_pmd=0|1  whether the regions must be mapped with 2 MiB
 #                       entries, which need no PTE pages (1: patched),
@@ -22,6 +23,11 @@ cache_ways=$(cat "$cache_dir/ways_of_associativity")
 cpus=$(cat "$cache_dir/shared_cpu_list")
 way_size=$(( $(sed 's/K$//' "$cache_dir/size") * 1024 / cache_ways ))
 diag "L3 cache 0: $cache_ways ways of $way_size bytes, CPUs $cpus"
+
+# vm_pte_kb PID: the page tables of process PID, in kB
+vm_pte_kb() {
+    sed -n 's/^VmPTE:[[:space:]]*\([0-9]*\) kB/\1/p' /proc/$1/status
+}
 
 mount -t resctrl resctrl $R
 for ways in $ways_list; do
@@ -70,6 +76,42 @@ for ways in $ways_list; do
     qmp '{"execute": "quit"}' >/dev/null
     wait $qemu_pid
     rm -f /tmp/node1
+
+    # QEMU's own page tables for the region, from before it maps it
+    # (object-add; the stock kernel fills every entry at mmap) to after
+    # it has read all of it (plugged as a DIMM, pmemsave)
+    rm -f $QMP
+    $QEMU -machine q35 -accel qtest -nodefaults -display none \
+        -m 64M,slots=1,maxmem=$((64 + mib + 1))M \
+        -qmp unix:$QMP,server=on,wait=off 2>/tmp/qemu.err &
+    qemu_pid=$!
+    wait_qmp 100
+    pte_before=$(vm_pte_kb $qemu_pid)
+    reply=$(qmp '{"execute": "object-add", "arguments": {"qom-type": "memory-backend-pseudolock", "id": "pl1", "path": "/dev/pseudo_lock/big"}}')
+    check_eq "object-add maps the region in a running QEMU" '{"return": {}}' "$reply"
+    start=$(sed -n 's|^\([0-9a-f]*\)-.* /dev/pseudo_lock/big$|\1|p' \
+            /proc/$qemu_pid/maps | head -n 1)
+    diag "QEMU maps the region at 0x$start"
+    check "QEMU's mapping starts at a 2 MiB boundary" \
+        test "$(( 0x${start:-1} % (2 << 20) ))" = 0
+    qmp '{"execute": "device_add", "arguments": {"driver": "pc-dimm", "id": "dimm1", "memdev": "pl1"}}' >/dev/null
+    addr=$(qmp '{"execute": "query-memory-devices"}' |
+           sed -n 's/.*"addr": \([0-9]*\).*/\1/p')
+    qmp "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": ${addr:-0}, \"size\": $size, \"filename\": \"/tmp/dimm\"}}" >/dev/null
+    check "QEMU read all $mib MiB of the DIMM" \
+        test "$(stat -c %s /tmp/dimm 2>/dev/null)" = "$size"
+    qemu_pte_kb=$(( $(vm_pte_kb $qemu_pid) - pte_before ))
+    diag "QEMU's page tables grew by $qemu_pte_kb kB for all $mib MiB"
+    # (4 kB of slack: QEMU itself may fault in a page of heap meanwhile)
+    case $expect_pmd in
+    1) check "QEMU maps it with 2 MiB entries (page tables: +$qemu_pte_kb kB, at most $((most + 4)))" \
+           test "$qemu_pte_kb" -le $((most + 4)) ;;
+    0) check "QEMU maps it with 4 KiB entries (page tables: +$qemu_pte_kb kB, at least $least)" \
+           test "$qemu_pte_kb" -ge $least ;;
+    esac
+    qmp '{"execute": "quit"}' >/dev/null
+    wait $qemu_pid
+    rm -f /tmp/dimm
     rmdir $R/big
     check "removing the group removes the device" test ! -e /dev/pseudo_lock/big
 done
