@@ -20,9 +20,10 @@ export CCACHE_NOHASHDIR := 1
 
 .PHONY: all qemu ours deps check demo bench clean help
 
-# What `make` builds of QEMU: the system emulator.  Other upstream targets
+# What `make` builds of QEMU: the system emulator, and the storage daemon
+# that the rig runs as a vhost-user back end.  Other upstream targets
 # (qemu-img, the unit tests, ...) build on request: ninja -C build/qemu TARGET
-QEMU_TARGETS ?= qemu-system-x86_64
+QEMU_TARGETS ?= qemu-system-x86_64 storage-daemon/qemu-storage-daemon
 
 all: ours
 
