@@ -129,7 +129,7 @@ bool resctrl_plan_region(const char *mount, unsigned level,
 {
     ERRP_GUARD();
     ResctrlCacheInfo info;
-    uint64_t used, way_size, free_bits;
+    uint64_t used, way_size, free_bits, ways;
     unsigned nbits, nfree, longest;
 
     if (!resctrl_read_cache_info(mount, level, &info, errp)) {
@@ -147,13 +147,15 @@ bool resctrl_plan_region(const char *mount, unsigned level,
         return false;
     }
     used |= info.shareable_bits;
-    nbits = MAX(DIV_ROUND_UP(size, way_size), info.min_cbm_bits);
-    if (nbits > info.cbm_len) {
+    /* size may be anything up to 16 EiB: round up without overflowing */
+    ways = size / way_size + !!(size % way_size);
+    if (ways > info.cbm_len) {
         error_setg(errp, "L%u cache %u is too small for %" PRIu64 " bytes: "
                    "it has %u ways of %" PRIu64 " bytes", level, cache_id,
                    size, info.cbm_len, way_size);
         return false;
     }
+    nbits = MAX(ways, info.min_cbm_bits);
     if (!resctrl_check_no_region(mount, level, cache_id, errp)) {
         return false;
     }

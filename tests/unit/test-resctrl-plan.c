@@ -88,6 +88,14 @@ static void test_plan_region(void)
                  "longest contiguous run is 5");
     resctrl_plan_region(root, 2, 1, 2 * MiB, &cbm, &size, &err);
     assert_error(&err, "L2 cache 1 is too small", "16 ways of 65536");
+    /* size=15E: its way count must not wrap round to a small one */
+    resctrl_plan_region(root, 2, 0, 15 * (uint64_t)EiB, &cbm, &size, &err);
+    assert_error(&err, "L2 cache 0 is too small for 17293822569102704640 "
+                 "bytes", "16 ways of 65536");
+    resctrl_plan_region(root, 2, 0, UINT64_MAX, &cbm, &size, &err);
+    assert_error(&err, "L2 cache 0 is too small", NULL);
+    resctrl_plan_region(root, 2, 0, 16 * 64 * KiB + 1, &cbm, &size, &err);
+    assert_error(&err, "L2 cache 0 is too small", NULL);
     resctrl_plan_region(root, 2, 7, 64 * KiB, &cbm, &size, &err);
     assert_error(&err, "unknown L2 cache id 7", NULL);
     resctrl_plan_region(root, 3, 0, 64 * KiB, &cbm, &size, &err);
