@@ -112,6 +112,7 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
 {
     ERRP_GUARD();
     HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(backend);
+    g_autofree char *group = NULL;
     Error *local_err = NULL;
     int fd;
 
@@ -140,11 +141,15 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
     if (fd < 0) {
         goto fail_created;
     }
-    if (!resctrl_group_of_fd(fd, &pl->group, errp)) {
+    if (!resctrl_group_of_fd(fd, &group, errp)) {
         error_prepend(errp, "%s: ", pl->path);
         error_append_hint(errp, "Give a pseudo-locked region's device, "
                           "/dev/pseudo_lock/<group>.\n");
         goto fail;
+    }
+    /* A group that the backend created has its name already */
+    if (!pl->group) {
+        pl->group = g_steal_pointer(&group);
     }
     if (!pseudolock_claim(pl, fd, errp)) {
         goto fail;
