@@ -303,10 +303,12 @@ bool resctrl_used_bits(const char *mount, unsigned level, unsigned cache_id,
         }
         path = g_build_filename(dir, "schemata", NULL);
         ret = resctrl_read_raw(path, &group_text);
-        if (ret == -ENODEV) {
+        if (ret == -ENODEV || ret == -ENOENT) {
             /*
              * A pseudo-locked group whose cache domain went offline: it
-             * holds no ways on any online cache.
+             * holds no ways on any online cache.  Or a group that a tool
+             * not taking the resctrl lock removed since readdir(): it
+             * holds none at all.
              */
             continue;
         }

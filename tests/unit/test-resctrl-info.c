@@ -339,8 +339,13 @@ static void test_used_bits_errors(void)
     g_assert_false(resctrl_used_bits(root, 2, 1, &used, &err));
     assert_error(&err, bad, "missing '='");
 
-    /* a group without schemata */
+    /* a group without schemata: removed since readdir(), no ways */
     g_assert_cmpint(unlink(bad), ==, 0);
+    g_assert_true(resctrl_used_bits(root, 2, 1, &used, &error_abort));
+    g_assert_cmphex(used, ==, 0xdfff);
+    used = 0x1234;
+    /* but one whose schemata cannot be read is an error */
+    put_dir(root, "bad/schemata");
     g_assert_false(resctrl_used_bits(root, 2, 1, &used, &err));
     assert_error(&err, "cannot read", bad);
 
