@@ -337,6 +337,35 @@ bool resctrl_reclaim_dead_groups(const char *mount, GPtrArray *reclaimed,
                                           undecided, errp);
 }
 
+/* What to do about a group that mkdir() could not create */
+static void resctrl_mkdir_hint(int err, const char *mount, Error **errp)
+{
+    switch (err) {
+    case EEXIST:
+        error_append_hint(errp, "A group of that name exists already, "
+                          "left by a backend of the same id whose group "
+                          "could not be removed.  Remove it with rmdir if "
+                          "nothing maps its region.\n");
+        break;
+    case ENAMETOOLONG:
+        error_append_hint(errp, "Group names are at most %d bytes: give "
+                          "the object a shorter id.\n", NAME_MAX);
+        break;
+    case EACCES:
+    case EPERM:
+        error_append_hint(errp, "Creating groups needs write access to %s, "
+                          "which is root's: run QEMU as root, or let its "
+                          "manager create the region and give QEMU its "
+                          "device with path= (and fd passing).\n", mount);
+        break;
+    case ENOSPC:
+        error_append_hint(errp, "Every class of service (CLOSID) is taken: "
+                          "each group, a pseudo-locked one too, holds one.  "
+                          "Remove a group that is not needed.\n");
+        break;
+    }
+}
+
 bool resctrl_pseudo_lock_create(const char *mount, const char *group,
                                 unsigned level, unsigned cache_id,
                                 uint64_t cbm, Error **errp)
@@ -352,7 +381,10 @@ bool resctrl_pseudo_lock_create(const char *mount, const char *group,
     }
     dir = g_build_filename(mount, group, NULL);
     if (mkdir(dir, 0755) < 0) {
-        error_setg_errno(errp, errno, "cannot create resctrl group %s", dir);
+        int err = errno;
+
+        error_setg_errno(errp, err, "cannot create resctrl group %s", dir);
+        resctrl_mkdir_hint(err, mount, errp);
         resctrl_append_last_cmd_status(mount, errp);
         return false;
     }

@@ -13,6 +13,7 @@
 #include "qemu/osdep.h"
 
 #include "qapi/error.h"
+#include "qemu/error-report.h"
 #include "qemu/resctrl-parse.h"
 #include "resctrl-test-helpers.h"
 
@@ -101,6 +102,29 @@ void assert_error(Error **errp, const char *s1, const char *s2)
     }
     error_free(*errp);
     *errp = NULL;
+}
+
+void assert_hint(Error *err, const char *s)
+{
+    g_autofree char *path = NULL;
+    g_autofree char *text = NULL;
+    int fd = g_file_open_tmp("test-resctrl-hint-XXXXXX", &path, NULL);
+    int saved = dup(STDERR_FILENO);
+
+    /* Hints are only ever printed: print one to a file and read it */
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(saved, >=, 0);
+    fflush(stderr);
+    g_assert_cmpint(dup2(fd, STDERR_FILENO), ==, STDERR_FILENO);
+    error_report_err(error_copy(err));
+    fflush(stderr);
+    g_assert_cmpint(dup2(saved, STDERR_FILENO), ==, STDERR_FILENO);
+    close(saved);
+    close(fd);
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    unlink(path);
+    g_test_message("error and hint: %s", text);
+    g_assert_nonnull(strstr(text, s));
 }
 
 uint64_t domain_value(GArray *domains, unsigned id)

@@ -28,6 +28,9 @@ void tree_free(char *root);
 /* Check that *@errp is set and mentions @s1 and @s2 (if not NULL) */
 void assert_error(Error **errp, const char *s1, const char *s2);
 
+/* Check that @err's hint (or message) mentions @s; @err stays */
+void assert_hint(Error *err, const char *s);
+
 /* The value of domain @id in a parsed schemata or size line; must exist */
 uint64_t domain_value(GArray *domains, unsigned id);
 

@@ -174,6 +174,37 @@ static void test_region_claim(void)
     tree_free(root);
 }
 
+/* Why a group cannot be created, and what to do about it */
+static void test_pseudo_lock_create_errors(void)
+{
+    char *root = tree_new("schemata", "L2:0=ff\n", "taken", NULL, NULL);
+    g_autofree char *missing = g_build_filename(root, "missing", NULL);
+    g_autofree char *long_name = g_strnfill(NAME_MAX + 1, 'x');
+    Error *err = NULL;
+
+    g_assert_false(resctrl_pseudo_lock_create(root, "taken", 2, 0, 0xf0,
+                                              &err));
+    g_assert_nonnull(err);
+    assert_hint(err, "exists already");
+    assert_error(&err, "cannot create resctrl group", "File exists");
+
+    g_assert_false(resctrl_pseudo_lock_create(root, long_name, 2, 0, 0xf0,
+                                              &err));
+    g_assert_nonnull(err);
+    assert_hint(err, "shorter id");
+    assert_error(&err, "cannot create resctrl group", "too long");
+
+    g_assert_false(resctrl_pseudo_lock_create(missing, "p0", 2, 0, 0xf0,
+                                              &err));
+    assert_error(&err, "cannot create resctrl group", "No such file");
+
+    g_assert_false(resctrl_pseudo_lock_create(root, "info", 2, 0, 0xf0,
+                                              &err));
+    assert_error(&err, "invalid resctrl group name 'info'", NULL);
+
+    tree_free(root);
+}
+
 /* The pid of a child that has exited and been reaped: no process has it */
 static pid_t reaped_pid(void)
 {
@@ -288,6 +319,8 @@ int main(int argc, char **argv)
     g_test_add_func("/resctrl/lock", test_lock);
     g_test_add_func("/resctrl/lock-timeout", test_lock_timeout);
     g_test_add_func("/resctrl/region-claim", test_region_claim);
+    g_test_add_func("/resctrl/pseudo-lock-create-errors",
+                    test_pseudo_lock_create_errors);
     g_test_add_func("/resctrl/owner/reclaim", test_reclaim_dead_groups);
 
     return g_test_run();
