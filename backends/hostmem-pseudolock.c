@@ -132,6 +132,22 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
                    "pseudo-locked region: its memory is in a CPU cache");
         return false;
     }
+    /* Options that would do nothing here: say so rather than ignore them */
+    if (backend->merge) {
+        error_setg(errp, "merge=on does not apply to a pseudo-locked "
+                   "region: KSM never merges a device's memory");
+        return false;
+    }
+    if (backend->dump) {
+        error_setg(errp, "dump=on does not apply to a pseudo-locked region: "
+                   "Linux never writes a device's mapping into a core dump");
+        return false;
+    }
+    if (!backend->reserve) {
+        error_setg(errp, "reserve=off does not apply to a pseudo-locked "
+                   "region: its memory is allocated and locked already");
+        return false;
+    }
 
     if (!pl->path && !pseudolock_region_create(pl, errp)) {
         goto fail_created;
@@ -185,6 +201,15 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
 
     /* On success the backend keeps fd until it is released */
     if (pseudolock_map(pl, fd, errp)) {
+        /*
+         * Preallocating would touch every page of the region from threads
+         * that need not run on the cache's CPUs, and on real hardware a
+         * write from a core outside the cache evicts the line it writes.
+         * There is nothing to allocate: the region is resident, and its
+         * pages are mapped as they are used.  (-mem-prealloc turns it on
+         * for every backend, so refusing it would not do.)
+         */
+        backend->prealloc = false;
         return true;
     }
 

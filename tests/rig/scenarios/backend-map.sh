@@ -127,7 +127,8 @@ check "size=2M, larger than the region, is refused" \
 diag "$(cat /tmp/big.err)"
 
 # QEMU's own affinity does not matter: it narrows it for the mmap.
-# prealloc=on is accepted (the region is resident anyway).
+# prealloc=on is accepted and skipped: the region is resident, and
+# touching it from threads outside the cache would evict lines.
 rm -f $QMP
 taskset -c 2 $QEMU -machine none -accel qtest -nodefaults -display none \
     -object $pl,prealloc=on -qmp unix:$QMP,server=on,wait=off \
@@ -138,6 +139,8 @@ reply=$(qmp '{"execute": "query-pseudolock"}')
 diag "$(grep -v 'TCG doesn' /tmp/pinned.err)"
 check "QEMU pinned to CPU 2, outside the cache, still maps the region" \
     sh -c "echo '$reply' | grep -q '\"mapped-size\": $size'"
+reply=$(qmp '{"execute": "qom-get", "arguments": {"path": "/objects/pl0", "property": "prealloc"}}')
+check_eq "prealloc=on was skipped, and reads back as off" '{"return": false}' "$reply"
 stop_qemu
 
 # A cpuset without the cache's CPUs: QEMU cannot map the region and
@@ -309,6 +312,9 @@ done <<EOF
 "path": "/dev/pseudo_lock/p2", "size": 4097|size=4097 is not a multiple of the page size (4096)
 "path": "/dev/pseudo_lock/p2", "share": false|share=off is not supported
 "path": "/dev/pseudo_lock/p2", "policy": "bind", "host-nodes": [0]|host-nodes and policy do not apply
+"path": "/dev/pseudo_lock/p2", "merge": true|merge=on does not apply to a pseudo-locked region: KSM never merges
+"path": "/dev/pseudo_lock/p2", "dump": true|dump=on does not apply to a pseudo-locked region
+"path": "/dev/pseudo_lock/p2", "reserve": false|reserve=off does not apply to a pseudo-locked region
 "path": "/dev/zero"|is not a pseudo-locked region
 "path": "/dev/pseudo_lock/nothere"|Could not open '/dev/pseudo_lock/nothere'
 "path": "/dev/pseudo_lock/p2", "cache-level": 2, "cache-id": 0|give one or the other
