@@ -14,6 +14,7 @@
 
 R=/sys/fs/resctrl
 QEMU=/usr/bin/qemu-system-x86_64
+QTEST=/tmp/qtest.sock
 ways_list=$(cmdline_arg ways | tr , ' ')
 expect_pmd=$(cmdline_arg expect_pmd)
 NODE1=0x4000000
@@ -77,16 +78,17 @@ for ways in $ways_list; do
     wait $qemu_pid
     rm -f /tmp/node1
 
-    # QEMU's own page tables for the region, from before it maps it
-    # (object-add; the stock kernel fills every entry at mmap) to after
-    # it has read all of it (plugged as a DIMM, pmemsave)
-    rm -f $QMP
+    # QEMU's own page tables for the region: what they hold once QEMU has
+    # read all of it (plugged as a DIMM, pmemsave), less what they hold
+    # once it has let go of it again (unplugged, object-del), which frees
+    # the page tables of the mapping; both measured in QEMU's process
+    rm -f $QMP $QTEST
     $QEMU -machine q35 -accel qtest -nodefaults -display none \
         -m 64M,slots=1,maxmem=$((64 + mib + 1))M \
-        -qmp unix:$QMP,server=on,wait=off 2>/tmp/qemu.err &
+        -qmp unix:$QMP,server=on,wait=off \
+        -qtest unix:$QTEST,server=on,wait=off 2>/tmp/qemu.err &
     qemu_pid=$!
     wait_qmp 100
-    pte_before=$(vm_pte_kb $qemu_pid)
     reply=$(qmp '{"execute": "object-add", "arguments": {"qom-type": "memory-backend-pseudolock", "id": "pl1", "path": "/dev/pseudo_lock/big"}}')
     check_eq "object-add maps the region in a running QEMU" '{"return": {}}' "$reply"
     start=$(sed -n 's|^\([0-9a-f]*\)-.* /dev/pseudo_lock/big$|\1|p' \
@@ -100,13 +102,18 @@ for ways in $ways_list; do
     qmp "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": ${addr:-0}, \"size\": $size, \"filename\": \"/tmp/dimm\"}}" >/dev/null
     check "QEMU read all $mib MiB of the DIMM" \
         test "$(stat -c %s /tmp/dimm 2>/dev/null)" = "$size"
-    qemu_pte_kb=$(( $(vm_pte_kb $qemu_pid) - pte_before ))
-    diag "QEMU's page tables grew by $qemu_pte_kb kB for all $mib MiB"
-    # (4 kB of slack: QEMU itself may fault in a page of heap meanwhile)
+    pte_touched=$(vm_pte_kb $qemu_pid)
+    qmp '{"execute": "device_del", "arguments": {"id": "dimm1"}}' >/dev/null
+    /rig/bin/qtest-call $QTEST "outl 0xa00 0" "outb 0xa14 8" >/dev/null
+    reply=$(qmp '{"execute": "object-del", "arguments": {"id": "pl1"}}')
+    check_eq "and lets go of it (device_del, eject, object-del)" \
+        '{"return": {}}' "$reply"
+    qemu_pte_kb=$(( pte_touched - $(vm_pte_kb $qemu_pid) ))
+    diag "QEMU's page tables for all $mib MiB: $qemu_pte_kb kB"
     case $expect_pmd in
-    1) check "QEMU maps it with 2 MiB entries (page tables: +$qemu_pte_kb kB, at most $((most + 4)))" \
-           test "$qemu_pte_kb" -le $((most + 4)) ;;
-    0) check "QEMU maps it with 4 KiB entries (page tables: +$qemu_pte_kb kB, at least $least)" \
+    1) check "QEMU maps it with 2 MiB entries (page tables: $qemu_pte_kb kB, at most $most)" \
+           test "$qemu_pte_kb" -le $most ;;
+    0) check "QEMU maps it with 4 KiB entries (page tables: $qemu_pte_kb kB, at least $least)" \
            test "$qemu_pte_kb" -ge $least ;;
     esac
     qmp '{"execute": "quit"}' >/dev/null
