@@ -111,6 +111,7 @@ hmp_command() {
 # before); fails when QEMU exits first or after TENTHS (default 50)
 # tenths of a second
 wait_qmp() {
+    local i
     for i in $(seq "${1:-50}"); do
         # (qmp's status is tr's: look for the answer itself)
         [ -S $QMP ] && qmp '{"execute": "query-status"}' 2>/dev/null |
