@@ -7,7 +7,9 @@ runs the scenario named on the kernel command line and writes what the
 scenario reports to the second serial port (ttyS1), which this script
 copies to its own standard output: TAP for tests, plain text for the
 demo.  The kernel console (ttyS0) goes to a log file, which is kept and
-its tail shown when the run fails or times out.
+its tail shown when the run fails or times out.  An oops or a panic of
+the host kernel on that console ends the run at once, and is reported as
+such ("host kernel oopsed at boot: ...").
 
 Exit status: 0 when the guest powered off after a TAP plan with no
 failures (or, without --tap, after the scenario finished), 1 otherwise.
@@ -23,6 +25,11 @@ import time
 
 TAP_RESULT = re.compile(r'^(not ok|ok)\b')
 TAP_PLAN = re.compile(r'^1\.\.(\d+)')
+# What the host kernel prints when it oopses or panics; the run stops
+# there and says so, rather than waiting for a scenario that may never
+# report again
+KERNEL_DIED = re.compile(r'(Kernel panic - not syncing|Oops:|BUG: |'
+                         r'general protection fault)')
 
 
 def parse_args(argv=None):
@@ -74,8 +81,35 @@ def console_tail(path, lines=25):
         return []
 
 
+class ConsoleWatch:
+    """Reads the kernel console log as it grows, for oopses and panics."""
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = 0
+        self.partial = ''
+        self.died = None
+
+    def poll(self):
+        try:
+            with open(self.path, encoding='utf-8', errors='replace') as f:
+                f.seek(self.offset)
+                text = f.read()
+                self.offset = f.tell()
+        except OSError:
+            return None
+        *lines, self.partial = (self.partial + text).split('\n')
+        for line in lines:
+            if self.died is None and KERNEL_DIED.search(line):
+                self.died = line.strip()
+        return self.died
+
+
 def run(args):
     cmd = qemu_command(args)
+    console = ConsoleWatch(args.console_log)
+    reported = False
+    died = None
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -95,6 +129,10 @@ def run(args):
             timed_out = True
             proc.kill()
             break
+        died = console.poll()
+        if died:
+            proc.kill()
+            break
         for key, _ in sel.select(timeout=min(remaining, 1.0)):
             data = os.read(key.fileobj.fileno(), 65536)
             if not data:
@@ -109,14 +147,21 @@ def run(args):
             for raw in lines:
                 line = raw.decode('utf-8', 'replace').rstrip('\r')
                 print(line, flush=True)
+                reported = True
                 if TAP_RESULT.match(line):
                     results.append(line.startswith('ok'))
                 elif TAP_PLAN.match(line):
                     planned = int(TAP_PLAN.match(line).group(1))
     status = proc.wait()
     elapsed = time.monotonic() - start
+    # a panic reboots, which -no-reboot turns into QEMU's exit
+    died = died or console.poll()
 
     problems = []
+    if died:
+        what = 'panicked' if 'panic' in died else 'oopsed'
+        when = 'during the scenario' if reported else 'at boot'
+        problems.append(f'host kernel {what} {when}: {died}')
     if timed_out:
         problems.append(f'timed out after {args.timeout:.0f} s')
     elif status != 0:
@@ -133,7 +178,7 @@ def run(args):
         say = print if args.tap else (lambda s: print(s, file=sys.stderr))
         if args.tap:
             print(f'Bail out! {"; ".join(problems)}'
-                  if planned is None or timed_out else
+                  if planned is None or timed_out or died else
                   f'# {"; ".join(problems)}')
         else:
             say(f'rig: {"; ".join(problems)}')
