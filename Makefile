@@ -5,6 +5,7 @@
 # make demo     build, then run a real-time guest in a pseudo-locked region
 #               (DEMO_ARGS=--emulated or --native: which host, see scripts/demo)
 # make bench    build, then run the benchmarks and print their figures
+# make fuzz     build, then fuzz each resctrl parser for 2 minutes
 # make clean    remove the build directory (downloads stay cached)
 
 BUILD ?= build
@@ -18,7 +19,7 @@ DEMO_ARGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all qemu ours deps check demo bench clean help
+.PHONY: all qemu ours deps check demo bench fuzz clean help
 
 # What `make` builds of QEMU: the system emulator, and the storage daemon
 # that the rig runs as a vhost-user back end.  Other upstream targets
@@ -56,10 +57,14 @@ demo: deps
 
 # Benchmarks print figures in their TAP comments; run-bench shows them
 bench: all
-	@scripts/run-bench $(B) $(MESON_TEST_ARGS)
+	@scripts/run-bench $(B) --no-suite fuzz-long $(MESON_TEST_ARGS)
+
+# The long fuzzing runs print their executions as benchmark figures
+fuzz: all
+	@scripts/run-bench $(B) --suite fuzz-long $(MESON_TEST_ARGS)
 
 clean:
 	rm -rf $(B)
 
 help:
-	@sed -n '3,8p' Makefile | sed 's/^# //'
+	@sed -n '3,9p' Makefile | sed 's/^# //'
