@@ -6,8 +6,8 @@
  * mapping holds it.  The outcome is one line on stdout that a scenario
  * can test: "mapped SIZE", "verified SIZE", or "mmap: ERRNO-NAME".
  *
- * Usage: pl-map [-c CPU-LIST] [-s SIZE] [-p] [-t] [-w BYTE | -v BYTE | -z]
- *               DEVICE
+ * Usage: pl-map [-c CPU-LIST] [-s SIZE] [-p] [-t] [-d]
+ *               [-w BYTE | -v BYTE | -z] DEVICE
  *   -c CPU-LIST  CPUs to run on, as in cpus_list files ("0", "0-3,6")
  *   -s SIZE      bytes to map (default: 4096)
  *   -w BYTE      fill the mapping with BYTE (0-255) at every position
@@ -21,6 +21,12 @@
  *   -p           after mapping (and writing), print "mapped SIZE" and
  *                wait for SIGUSR1 before checking: the mapping stays
  *                while another process maps the device and writes
+ *   -d           right after mmap, clear the soft-dirty bits of this
+ *                process (4 > /proc/self/clear_refs, as CRIU and
+ *                live-migration tools do), which makes the mapping's
+ *                page protection read-only; at the end, write every page
+ *                again and print "rewritten after clear_refs": write
+ *                faults must still make the entries writable
  *
  * Exit status: 0 on success, 1 when mmap fails, 2 on a verification
  * mismatch, 3 on a usage or setup error.
@@ -102,6 +108,7 @@ int main(int argc, char **argv)
     const char *cpus = NULL;
     size_t size = 4096;
     int write_seed = -1, verify_seed = -1, zero = 0, pause = 0, touch = 0;
+    int soft_dirty = 0;
     long pte_before = 0;
     sigset_t usr1;
     cpu_set_t set;
@@ -109,7 +116,7 @@ int main(int argc, char **argv)
     size_t i;
     int opt, fd;
 
-    while ((opt = getopt(argc, argv, "c:s:w:v:zpt")) != -1) {
+    while ((opt = getopt(argc, argv, "c:s:w:v:zptd")) != -1) {
         switch (opt) {
         case 'c':
             cpus = optarg;
@@ -132,13 +139,16 @@ int main(int argc, char **argv)
         case 't':
             touch = 1;
             break;
+        case 'd':
+            soft_dirty = 1;
+            break;
         default:
             return 3;
         }
     }
     if (optind != argc - 1 || !size) {
         fprintf(stderr, "usage: pl-map [-c CPU-LIST] [-s SIZE] "
-                "[-p] [-t] [-w BYTE | -v BYTE | -z] DEVICE\n");
+                "[-p] [-t] [-d] [-w BYTE | -v BYTE | -z] DEVICE\n");
         return 3;
     }
     /* Blocked from the start, so that an early SIGUSR1 is not lost */
@@ -170,6 +180,17 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    if (soft_dirty) {
+        /* before any page is faulted in: every fault sees the new prot */
+        int cfd = open("/proc/self/clear_refs", O_WRONLY);
+
+        if (cfd < 0 || write(cfd, "4", 1) != 1) {
+            fprintf(stderr, "pl-map: cannot clear soft-dirty bits: %s\n",
+                    strerror(errno));
+            return 3;
+        }
+        close(cfd);
+    }
     if (write_seed >= 0) {
         for (i = 0; i < size; i++) {
             map[i] = pattern_at(write_seed, i);
@@ -205,6 +226,15 @@ int main(int argc, char **argv)
             p[i] = p[i];
         }
         printf("page tables: +%ld kB\n", vm_pte_kb() - pte_before);
+    }
+    if (soft_dirty) {
+        volatile unsigned char *p = map;
+
+        for (i = 0; i < size; i += 4096) {
+            p[i] = p[i] + 1;
+            p[i] = p[i] - 1;
+        }
+        printf("rewritten after clear_refs\n");
     }
     munmap(map, size);
     close(fd);

@@ -40,9 +40,14 @@ for ways in $ways_list; do
         pseudo-locked "$(cat $R/big/mode)"
     diag "last_cmd_status: $(cat $R/info/last_cmd_status)"
 
-    out=$(/rig/bin/pl-map -c "$cpus" -s "$size" -t /dev/pseudo_lock/big |
-          tr '\n' ' ')
+    # -d: clear the soft-dirty bits right after mmap, which makes the
+    # mapping's protection read-only, then fault every page in by writing
+    # to it: each write fault must insert a writable entry
+    out=$(timeout -s KILL 60 /rig/bin/pl-map -c "$cpus" -s "$size" -t -d \
+          /dev/pseudo_lock/big | tr '\n' ' ')
     diag "$out"
+    check "it takes writes after clear_refs write-protected the mapping" \
+        sh -c "echo '$out' | grep -q 'rewritten after clear_refs'"
     # 2 MiB entries need no PTE page; only a tail short of 2 MiB may
     # need one (unless a neighbouring mapping's PTE page covers it), while
     # 4 KiB entries take a 4 KiB PTE page per 2 MiB.  VmPTE counts the
