@@ -50,8 +50,9 @@ typedef struct ResctrlCacheInfo {
  * @cpus: CPUs of "cpus_list" as a GArray of unsigned, ascending; for a
  *     pseudo-locked group these are the CPUs of the locked cache domain.
  *     NULL when the file may not be read: the kernel sets its mode to 0
- *     in the pseudo-locksetup and pseudo-locked modes, so only a process
- *     with CAP_DAC_OVERRIDE can read it then.
+ *     while the group is in pseudo-locksetup mode, so that only a process
+ *     with CAP_DAC_OVERRIDE can read it then, and makes it readable
+ *     (0444) again once the region is locked.
  *
  * Release the members with resctrl_group_clear(), or declare the
  * variable g_auto(ResctrlGroup).
