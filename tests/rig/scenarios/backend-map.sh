@@ -272,6 +272,14 @@ stop_qemu
 check "quit removes the group" test ! -e "$R/$group"
 check "and its device" test ! -e "/dev/pseudo_lock/$group"
 
+# SIGTERM, as systemd or libvirt stop a VM: QEMU exits normally
+start_qemu -object $created
+group=$(cd $R && ls -d qemu-pl-*-$qemu_pid-*-pl0 2>/dev/null)
+kill -TERM $qemu_pid
+wait $qemu_pid
+check_eq "QEMU exits on SIGTERM" 0 $?
+check "SIGTERM removes the group too" test -n "$group" -a ! -e "$R/$group"
+
 # A killed QEMU leaves its group; the next QEMU recognises it and
 # removes it before it creates its own.
 start_qemu -object $created
