@@ -55,8 +55,7 @@ static int query_pseudolock_one(Object *obj, void *opaque)
             QAPI_LIST_APPEND(cpus_tail,
                              g_array_index(pl->host_cpus, unsigned, i));
         }
-        info->has_locked = true;
-        info->locked = pseudolock_region_locked(pl);
+        info->has_locked = pseudolock_region_locked(pl, &info->locked);
     }
     QAPI_LIST_APPEND(*tail, info);
     return 0;
@@ -102,7 +101,10 @@ void hmp_info_pseudolock(Monitor *mon, const QDict *qdict)
                            info->cache_level, info->cache_id, info->cbm,
                            size);
             monitor_printf(mon, "  host CPUs of the cache: %s\n", cpus->str);
-            if (!info->locked) {
+            if (!info->has_locked) {
+                monitor_printf(mon, "  locked: unknown (resctrl group %s "
+                               "cannot be read now)\n", info->group);
+            } else if (!info->locked) {
                 monitor_printf(mon, "  NOT LOCKED: resctrl group %s was "
                                "removed while mapped; resctrl no longer "
                                "manages the region\n", info->group);

@@ -14,6 +14,7 @@
  */
 
 #include "qemu/osdep.h"
+#include <sys/vfs.h>
 #include "qapi/error.h"
 #include "qemu/error-report.h"
 #include "qemu/resctrl-group.h"
@@ -21,6 +22,9 @@
 #include "qemu/resctrl-plan.h"
 #include "system/hostmem-pseudolock.h"
 #include "system/system.h"
+
+/* statfs() f_type of resctrl: RDTGROUP_SUPER_MAGIC in <linux/magic.h> */
+#define PSEUDOLOCK_RESCTRL_MAGIC 0x7655821
 
 /*
  * Backends that created their group, which must be removed when QEMU
@@ -230,12 +234,29 @@ bool pseudolock_region_create(HostMemoryBackendPseudolock *pl,
  * lets the group be removed while the device is mapped; the mapping
  * stays valid but the region is orphaned.  A new group of the same name
  * cannot take its place: the kernel refuses to lock another region on a
- * cache that still holds the orphan.
+ * cache that still holds the orphan.  Only a group missing from a
+ * mounted resctrl is gone: an unreadable file, or resctrl no longer
+ * mounted where QEMU found it (in QEMU's mount namespace), says nothing.
  */
-bool pseudolock_region_locked(HostMemoryBackendPseudolock *pl)
+bool pseudolock_region_locked(HostMemoryBackendPseudolock *pl, bool *locked)
 {
+    g_autofree char *dir = g_build_filename(pl->resctrl_mount, pl->group,
+                                            NULL);
+    struct statfs fs;
+    struct stat st;
     ResctrlMode mode;
 
-    return resctrl_group_mode(pl->resctrl_mount, pl->group, &mode, NULL) &&
-           mode == RESCTRL_MODE_PSEUDO_LOCKED;
+    if (statfs(pl->resctrl_mount, &fs) < 0 ||
+        fs.f_type != PSEUDOLOCK_RESCTRL_MAGIC) {
+        return false;
+    }
+    if (resctrl_group_mode(pl->resctrl_mount, pl->group, &mode, NULL)) {
+        *locked = mode == RESCTRL_MODE_PSEUDO_LOCKED;
+        return true;
+    }
+    if (stat(dir, &st) < 0 && errno == ENOENT) {
+        *locked = false;
+        return true;
+    }
+    return false;
 }

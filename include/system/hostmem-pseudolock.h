@@ -100,10 +100,12 @@ void pseudolock_region_remove(HostMemoryBackendPseudolock *pl);
 /**
  * pseudolock_region_locked: whether @pl's group is still pseudo-locked
  * @pl: a described backend
+ * @locked: set on success: false once the group was removed under QEMU
  *
- * Returns: false once the group was removed under QEMU.
+ * Returns: true if QEMU can tell; false if resctrl cannot be read now
+ * (no longer mounted where QEMU found it, or an unreadable file).
  */
-bool pseudolock_region_locked(HostMemoryBackendPseudolock *pl);
+bool pseudolock_region_locked(HostMemoryBackendPseudolock *pl, bool *locked);
 
 /* backends/pseudolock-map.c */
 

@@ -83,6 +83,24 @@ stop_qemu
 check "the region outlives a QEMU that did not create it" \
     test -c /dev/pseudo_lock/p0
 
+# What QEMU cannot read says nothing about the region: QEMU in a mount
+# namespace where resctrl is unmounted once it runs cannot tell whether
+# the group is still there
+rm -f $QMP
+unshare -m sh -c "exec $QEMU $machine -object $pl" 2>/tmp/qemu.err &
+qemu_pid=$!
+wait_qmp
+nsenter -t $qemu_pid -m umount $R
+reply=$(qmp '{"execute": "query-pseudolock"}')
+diag "$reply"
+check "with resctrl unmounted under QEMU, query-pseudolock leaves out locked" \
+    sh -c "echo '$reply' | grep -q '\"group\": \"p0\"' && ! echo '$reply' | grep -q locked"
+hmp=$(hmp_command "info pseudolock")
+check "and info pseudolock says it is unknown, not NOT LOCKED" \
+    sh -c "echo '$hmp' | grep -q 'locked: unknown (resctrl group p0 cannot be read now)'"
+stop_qemu
+check "(resctrl stays mounted outside QEMU's namespace)" test -d $R/p0
+
 # cpr-transfer hands the RAM blocks' descriptors to a new QEMU, whose
 # mmap would zero the region: the backend's block has none, so it is
 # refused before anything starts.  (The rest of this machine is made
