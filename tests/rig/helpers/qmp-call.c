@@ -9,14 +9,20 @@
  * Usage: qmp-call SOCKET COMMAND-JSON...
  *   e.g. qmp-call /tmp/qmp.sock '{"execute": "query-pseudolock"}'
  *
+ * A QEMU that does not answer within QMP_CALL_TIMEOUT seconds in all
+ * (its main loop is stuck) ends the call with a message and status 4,
+ * so that a scenario fails at that step instead of hanging.
+ *
  * Exit status: 0 when every command returned, 1 when one failed or the
- * connection broke, 3 on a usage or setup error.
+ * connection broke, 3 on a usage or setup error, 4 when QEMU did not
+ * answer in time.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +57,20 @@ static int send_command(int fd, const char *json)
     return 0;
 }
 
+#define QMP_CALL_TIMEOUT 90
+
+static void no_answer(int sig)
+{
+    static const char msg[] = "qmp-call: QEMU did not answer within "
+                              "90 s\n";
+
+    (void)sig;
+    if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
+        /* nothing more to do */
+    }
+    _exit(4);
+}
+
 int main(int argc, char **argv)
 {
     struct sockaddr_un addr = { .sun_family = AF_UNIX };
@@ -61,6 +81,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: qmp-call SOCKET COMMAND-JSON...\n");
         return 3;
     }
+    signal(SIGALRM, no_answer);
+    alarm(QMP_CALL_TIMEOUT);
     fd = socket(AF_UNIX, SOCK_STREAM, 0);
     snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", argv[1]);
     if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
