@@ -121,3 +121,32 @@ wait_qmp() {
     done
     return 1
 }
+
+# start_qemu ARGS...: the scenario's QEMU, $QEMU with $machine (which
+# holds its -qmp on $QMP) and ARGS, in the background as $qemu_pid, run
+# through $qemu_prefix if set (e.g. "taskset -c 0-1"), its stderr in
+# /tmp/qemu.err; succeeds once QEMU answers QMP
+start_qemu() {
+    rm -f $QMP
+    ${qemu_prefix:-} $QEMU $machine "$@" 2>/tmp/qemu.err &
+    qemu_pid=$!
+    wait_qmp
+}
+
+# stop_qemu: quit $qemu_pid over QMP; its exit status
+stop_qemu() {
+    qmp '{"execute": "quit"}' >/dev/null
+    wait $qemu_pid
+}
+
+# lock_region_p0: mount resctrl and pseudo-lock ways 8-15 of L2 cache 0
+# (the Goldmont host's 16-way L2) as group p0, the default group keeping
+# ways 0-7; sets $size and $cpus (the cache's CPUs)
+lock_region_p0() {
+    mount -t resctrl resctrl /sys/fs/resctrl &&
+        echo 'L2:0=00ff' >/sys/fs/resctrl/schemata &&
+        pseudo_lock p0 'L2:0=ff00' || return 1
+    size=$(sed -n 's/.*L2:0=//p' /sys/fs/resctrl/p0/size)
+    cpus=$(cat /sys/fs/resctrl/p0/cpus_list)
+    diag "region p0: $size bytes on L2 cache 0, CPUs $cpus"
+}

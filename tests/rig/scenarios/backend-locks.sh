@@ -17,18 +17,6 @@ machine="-machine q35 -accel qtest -nodefaults -display none -m 65M \
     -numa node,nodeid=0,memdev=ram0 -numa node,nodeid=1,memdev=pl0 \
     -qmp unix:$QMP,server=on,wait=off"
 
-start_qemu() {
-    rm -f $QMP
-    $QEMU $machine "$@" 2>/tmp/qemu.err &
-    qemu_pid=$!
-    wait_qmp
-}
-
-stop_qemu() {
-    qmp '{"execute": "quit"}' >/dev/null
-    wait $qemu_pid
-}
-
 # node1_holds BYTE: node 1 of the running QEMU holds pl-map's pattern
 node1_holds() {
     rm -f /tmp/node1
@@ -50,14 +38,10 @@ refused() {
     check "  and node 1 still holds the guest's data" node1_holds 77
 }
 
-mount -t resctrl resctrl $R
-echo 'L2:0=00ff' >$R/schemata
-pseudo_lock p0 'L2:0=ff00'
+lock_region_p0
 check_eq "region p0 is pseudo-locked" pseudo-locked "$(cat $R/p0/mode)"
-size=$(sed -n 's/.*L2:0=//p' $R/p0/size)
-cpus=$(cat $R/p0/cpus_list)
 devno=$(cat /sys/class/pseudo_lock/p0/dev)
-diag "region p0: $size bytes, device $devno, CPUs $cpus"
+diag "its device: $devno"
 pl=memory-backend-pseudolock
 
 # --- The region's claim --------------------------------------------------

@@ -16,26 +16,8 @@ machine="-machine q35 -accel qtest -nodefaults -display none -m 65M \
     -numa node,nodeid=0,memdev=ram0 -numa node,nodeid=1,memdev=pl0 \
     -qmp unix:$QMP,server=on,wait=off"
 
-# start_qemu ARGS...: $machine with ARGS, in the background
-start_qemu() {
-    rm -f $QMP
-    $QEMU $machine "$@" 2>/tmp/qemu.err &
-    qemu_pid=$!
-    wait_qmp
-}
-
-stop_qemu() {
-    qmp '{"execute": "quit"}' >/dev/null
-    wait $qemu_pid
-}
-
-mount -t resctrl resctrl $R
-echo 'L2:0=00ff' >$R/schemata
-pseudo_lock p0 'L2:0=ff00'
+lock_region_p0
 check_eq "the region is pseudo-locked" pseudo-locked "$(cat $R/p0/mode)"
-size=$(sed -n 's/.*L2:0=//p' $R/p0/size)
-cpus=$(cat $R/p0/cpus_list)
-diag "region p0: $size bytes on L2 cache 0, CPUs $cpus"
 
 pl="memory-backend-pseudolock,id=pl0,path=/dev/pseudo_lock/p0"
 check "QEMU starts with the region as node 1" start_qemu -object $pl

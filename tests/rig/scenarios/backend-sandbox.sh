@@ -13,37 +13,18 @@ QEMU=/usr/bin/qemu-system-x86_64
 sandbox="-sandbox on,resourcecontrol=deny"
 pl=memory-backend-pseudolock
 
-# start_qemu PREFIX ARGS...: QEMU with a monitor, run through PREFIX
-# (taskset ...), in the background
-start_qemu() {
-    prefix=$1
-    shift
-    rm -f $QMP
-    $prefix $QEMU -machine none -accel qtest -nodefaults -display none \
-        -qmp unix:$QMP,server=on,wait=off "$@" 2>/tmp/qemu.err &
-    qemu_pid=$!
-    wait_qmp
-}
-
-stop_qemu() {
-    qmp '{"execute": "quit"}' >/dev/null
-    wait $qemu_pid
-}
+machine="-machine none -accel qtest -nodefaults -display none \
+    -qmp unix:$QMP,server=on,wait=off"
 
 mapped() {
     qmp '{"execute": "query-pseudolock"}' | grep -q "\"mapped-size\": $size"
 }
 
-mount -t resctrl resctrl $R
-echo 'L2:0=00ff' >$R/schemata
-pseudo_lock p0 'L2:0=ff00'
-size=$(sed -n 's/.*L2:0=//p' $R/p0/size)
-cpus=$(cat $R/p0/cpus_list)
-diag "region p0: $size bytes on L2 cache 0, CPUs $cpus"
+lock_region_p0
 region="$pl,id=pl0,path=/dev/pseudo_lock/p0"
 
 # The build has the sandbox at all
-start_qemu "" $sandbox
+start_qemu $sandbox
 check_eq "QEMU starts with $sandbox" 0 $?
 check_eq "and runs under a seccomp filter" 2 \
     "$(sed -n 's/^Seccomp:[[:space:]]*//p' /proc/$qemu_pid/status)"
@@ -66,13 +47,17 @@ check "not blaming the cpuset" sh -c "! grep -q 'cpuset or cgroup' /tmp/wide.err
 # With its affinity within the cache's CPUs it maps, on the command line
 # and over QMP
 for set in 0-1 1; do
-    start_qemu "taskset -c $set" $sandbox -object $region
+    qemu_prefix="taskset -c $set"
+    start_qemu $sandbox -object $region
+    qemu_prefix=
     check "with affinity $set, in the sandbox, QEMU maps the region" mapped
     check_eq "  and its affinity is still $set" "$set" \
         "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$qemu_pid/status)"
     stop_qemu
 done
-start_qemu "taskset -c 0-1" $sandbox
+qemu_prefix="taskset -c 0-1"
+start_qemu $sandbox
+qemu_prefix=
 reply=$(qmp "{\"execute\": \"object-add\", \"arguments\": {\"qom-type\": \"$pl\", \"id\": \"pl0\", \"path\": \"/dev/pseudo_lock/p0\"}}")
 check_eq "object-add in the sandbox maps the region" '{"return": {}}' "$reply"
 check "  query-pseudolock says mapped" mapped
@@ -81,14 +66,15 @@ check_eq "object-del releases it" '{"return": {}}' "$reply"
 stop_qemu
 
 # Without resourcecontrol=deny the sandbox lets QEMU narrow its affinity
-start_qemu "" -sandbox on -object $region
+start_qemu -sandbox on -object $region
 check "with -sandbox on alone, QEMU on all CPUs maps the region" mapped
 stop_qemu
 rmdir $R/p0
 
 # A region that QEMU creates itself (on the ways p0 had), in the sandbox
-start_qemu "taskset -c 0-1" $sandbox \
-    -object $pl,id=pl0,cache-level=2,cache-id=0,size=1M
+qemu_prefix="taskset -c 0-1"
+start_qemu $sandbox -object $pl,id=pl0,cache-level=2,cache-id=0,size=1M
+qemu_prefix=
 reply=$(qmp '{"execute": "query-pseudolock"}')
 diag "$reply"
 check "in the sandbox, QEMU creates and maps a region of 1 MiB" \

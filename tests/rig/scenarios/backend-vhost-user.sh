@@ -19,24 +19,7 @@ machine="-machine q35 -accel qtest -nodefaults -display none \
     -numa node,nodeid=0,memdev=ram0 -qmp unix:$QMP,server=on,wait=off"
 vub="-chardev socket,id=vub,path=$VUB -device vhost-user-blk-pci,chardev=vub"
 
-start_qemu() {
-    rm -f $QMP
-    $QEMU $machine "$@" 2>/tmp/qemu.err &
-    qemu_pid=$!
-    wait_qmp
-}
-
-stop_qemu() {
-    qmp '{"execute": "quit"}' >/dev/null
-    wait $qemu_pid
-}
-
-mount -t resctrl resctrl $R
-echo 'L2:0=00ff' >$R/schemata
-pseudo_lock p0 'L2:0=ff00'
-size=$(sed -n 's/.*L2:0=//p' $R/p0/size)
-cpus=$(cat $R/p0/cpus_list)
-diag "region p0: $size bytes on L2 cache 0, CPUs $cpus"
+lock_region_p0
 
 rm -f $VUB
 $QSD --blockdev driver=null-co,node-name=disk0,size=67108864 \
