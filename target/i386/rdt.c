@@ -89,6 +89,12 @@ bool x86_rdt_expand_features(X86CPU *cpu, Error **errp)
     }
 #endif
 
+    /* rdt-a=off says there is no allocation: do not turn it back on */
+    if ((env->user_features[FEAT_7_0_EBX] & CPUID_7_0_EBX_RDT_A) &&
+        !(env->features[FEAT_7_0_EBX] & CPUID_7_0_EBX_RDT_A)) {
+        error_setg(errp, "l2-cat and l3-cat need rdt-a, but rdt-a=off");
+        return false;
+    }
     env->features[FEAT_7_0_EBX] |= CPUID_7_0_EBX_RDT_A;
     /* Linux ignores leaf 0x10 unless the maximum basic leaf reaches it */
     if (env->cpuid_level != UINT32_MAX && env->cpuid_level < 0x10) {

@@ -41,6 +41,11 @@ CASES = [
     ('host cache information',
      'max,vendor=GenuineIntel,l2-cat=on,host-cache-info=on',
      'cannot be combined with host-cache-info=on'),
+    ('cache allocation with rdt-a turned off',
+     GOLDMONT + ',l2-cat=on,rdt-a=off',
+     'l2-cat and l3-cat need rdt-a, but rdt-a=off'),
+    ('rdt-a=on, which l2-cat implies anyway, starts',
+     GOLDMONT + ',l2-cat=on,rdt-a=on', None),
 ]
 
 
