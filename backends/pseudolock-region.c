@@ -151,7 +151,11 @@ static bool pseudolock_wait_for_device(const char *path, Error **errp)
     }
     error_setg(errp, "%s did not appear within %d ms of locking the region",
                path, PSEUDOLOCK_DEVICE_WAIT_MS);
-    error_append_hint(errp, "Is devtmpfs or udev managing /dev?\n");
+    error_append_hint(errp, "The kernel creates it in devtmpfs: is /dev a "
+                      "devtmpfs, or managed by udev?  In a private /dev, "
+                      "as libvirt gives QEMU, QEMU cannot see a region it "
+                      "creates: let the manager create the region and give "
+                      "QEMU its device with path=.\n");
     return false;
 }
 

@@ -293,6 +293,20 @@ check "after reclaiming the dead QEMU's group" test ! -e "$R/$dead"
 check "and says so" grep -q "removed resctrl group $dead" /tmp/qemu.err
 stop_qemu
 
+# A private /dev (a tmpfs, as libvirt gives QEMU): the kernel creates the
+# device of a region QEMU locks in devtmpfs, which QEMU does not see.
+# QEMU gives up after a while, says why, and removes its group.
+timeout -s KILL 60 unshare -m sh -c "mount -t tmpfs dev /dev &&
+    mknod /dev/null c 1 3 && exec $QEMU -machine none -accel qtest \
+    -nodefaults -display none -object $created" 2>/tmp/privdev.err
+check_eq "QEMU with a private /dev cannot use a region it creates" 1 $?
+diag "$(grep -v 'TCG doesn' /tmp/privdev.err)"
+check "  saying that the device did not appear" \
+    grep -q "did not appear within 5000 ms of locking the region" /tmp/privdev.err
+check "  and what to do in a private /dev" \
+    grep -q "let the manager create the region" /tmp/privdev.err
+check "  and leaving no group" sh -c "! ls -d $R/qemu-pl-* 2>/dev/null"
+
 # Hot-plug from a management stack: object-add creates the region on a
 # running q35 machine and device_add plugs it as a DIMM.  While plugged
 # it cannot be deleted; once the guest has ejected the DIMM (qtest plays
