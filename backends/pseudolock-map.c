@@ -68,7 +68,7 @@ bool pseudolock_claim(HostMemoryBackendPseudolock *pl, int fd, Error **errp)
                           "would zero it.\n", claimant->path, pl->path);
         return false;
     }
-    if (!resctrl_region_claim(fd, &pl->claim_fd, errp)) {
+    if (!resctrl_region_claim(pl->rdev, &pl->claim_fd, errp)) {
         error_prepend(errp, "pseudo-locked region '%s' is in use: ",
                       pl->group);
         error_append_hint(errp, "A region is the memory of one QEMU at "

@@ -127,21 +127,13 @@ void resctrl_unlock(int fd)
  * namespace, readable by every user, and gone with the region; and each
  * claim opens it anew, so two claims in one process exclude each other.
  */
-bool resctrl_region_claim_in(int fd, const char *sys_dev_char,
+bool resctrl_region_claim_in(dev_t rdev, const char *sys_dev_char,
                              const char *proc_locks, int *claim_fd,
                              Error **errp)
 {
-    g_autofree char *dir = NULL;
-    struct stat st;
-    int dfd;
+    g_autofree char *dir = resctrl_dev_char_path(sys_dev_char, rdev);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-    if (fstat(fd, &st) < 0) {
-        error_setg_errno(errp, errno, "cannot stat the device");
-        return false;
-    }
-    dir = g_strdup_printf("%s/%u:%u", sys_dev_char, major(st.st_rdev),
-                          minor(st.st_rdev));
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) {
         error_setg_errno(errp, errno, "cannot open %s", dir);
         return false;
@@ -154,9 +146,9 @@ bool resctrl_region_claim_in(int fd, const char *sys_dev_char,
     return true;
 }
 
-bool resctrl_region_claim(int fd, int *claim_fd, Error **errp)
+bool resctrl_region_claim(dev_t rdev, int *claim_fd, Error **errp)
 {
-    return resctrl_region_claim_in(fd, "/sys/dev/char", "/proc/locks",
+    return resctrl_region_claim_in(rdev, "/sys/dev/char", "/proc/locks",
                                    claim_fd, errp);
 }
 

@@ -443,6 +443,12 @@ static bool resctrl_pseudo_lock_major(const char *proc_devices,
     return false;
 }
 
+char *resctrl_dev_char_path(const char *sys_dev_char, dev_t rdev)
+{
+    return g_strdup_printf("%s/%u:%u", sys_dev_char, major(rdev),
+                           minor(rdev));
+}
+
 bool resctrl_group_of_fd_in(int fd, const char *proc_devices,
                             const char *sys_dev_char, char **group,
                             Error **errp)
@@ -472,8 +478,7 @@ bool resctrl_group_of_fd_in(int fd, const char *proc_devices,
         return false;
     }
     /* /sys/dev/char/M:m links to .../pseudo_lock/<group> */
-    link = g_strdup_printf("%s/%u:%u", sys_dev_char, major(st.st_rdev),
-                           minor(st.st_rdev));
+    link = resctrl_dev_char_path(sys_dev_char, st.st_rdev);
     target = g_file_read_link(link, NULL);
     if (!target) {
         error_setg_errno(errp, errno, "cannot read %s", link);

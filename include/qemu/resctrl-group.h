@@ -45,7 +45,7 @@ void resctrl_unlock(int fd);
 
 /**
  * resctrl_region_claim: claim a pseudo-locked region for this user alone
- * @fd: the region's open device
+ * @rdev: the device number of the region's device (st_rdev)
  * @claim_fd: on success, the descriptor that holds the claim; closing it
  *     gives the region up
  * @errp: pointer to a NULL-initialized error object
@@ -59,11 +59,11 @@ void resctrl_unlock(int fd);
  * Returns: true on success; false with @errp set, naming the holder,
  * if the region is claimed already.
  */
-bool resctrl_region_claim(int fd, int *claim_fd, Error **errp);
+bool resctrl_region_claim(dev_t rdev, int *claim_fd, Error **errp);
 
 /**
  * resctrl_region_claim_in: resctrl_region_claim() with other files
- * @fd: as for resctrl_region_claim()
+ * @rdev: as for resctrl_region_claim()
  * @sys_dev_char: a directory like /sys/dev/char
  * @proc_locks: a file in the format of /proc/locks
  * @claim_fd: as for resctrl_region_claim()
@@ -71,7 +71,7 @@ bool resctrl_region_claim(int fd, int *claim_fd, Error **errp);
  *
  * For tests.
  */
-bool resctrl_region_claim_in(int fd, const char *sys_dev_char,
+bool resctrl_region_claim_in(dev_t rdev, const char *sys_dev_char,
                              const char *proc_locks, int *claim_fd,
                              Error **errp);
 

@@ -178,6 +178,16 @@ void resctrl_group_clear(ResctrlGroup *g);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ResctrlGroup, resctrl_group_clear)
 
 /**
+ * resctrl_dev_char_path: a character device's entry in sysfs
+ * @sys_dev_char: a directory like /sys/dev/char
+ * @rdev: the device number
+ *
+ * Returns: "@sys_dev_char/<major>:<minor>", a link to the device's own
+ * directory; free with g_free().
+ */
+char *resctrl_dev_char_path(const char *sys_dev_char, dev_t rdev);
+
+/**
  * resctrl_group_of_fd: the group whose pseudo-locked region a descriptor is
  * @fd: an open file, such as /dev/pseudo_lock/p0 or a descriptor that a
  *     management application passed in

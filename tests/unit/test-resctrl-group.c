@@ -127,6 +127,15 @@ static void test_lock_timeout(void)
     tree_free(root);
 }
 
+/* The device number of what @fd is open on */
+static dev_t rdev_of(int fd)
+{
+    struct stat st;
+
+    g_assert_cmpint(fstat(fd, &st), ==, 0);
+    return st.st_rdev;
+}
+
 /*
  * Claims of a region are keyed by its device number: any descriptor of
  * the same device, a dup of one, or the same descriptor again meets the
@@ -143,29 +152,31 @@ static void test_region_claim(void)
     Error *err = NULL;
     int claim = -1, claim2 = -1;
 
-    g_assert_true(resctrl_region_claim_in(dev, sys_dev_char, "/proc/locks",
-                                          &claim, &error_abort));
+    g_assert_true(resctrl_region_claim_in(rdev_of(dev), sys_dev_char,
+                                          "/proc/locks", &claim,
+                                          &error_abort));
     g_assert_cmpint(claim, >=, 0);
-    g_assert_false(resctrl_region_claim_in(dev, sys_dev_char, "/proc/locks",
-                                           &claim2, &err));
+    g_assert_false(resctrl_region_claim_in(rdev_of(dev), sys_dev_char,
+                                           "/proc/locks", &claim2, &err));
     assert_error(&err, "this process holds the lock on", "/dev/1:3");
-    g_assert_false(resctrl_region_claim_in(dup_fd, sys_dev_char,
+    g_assert_false(resctrl_region_claim_in(rdev_of(dup_fd), sys_dev_char,
                                            "/proc/locks", &claim2, &err));
     assert_error(&err, "holds the lock on", "/dev/1:3");
-    g_assert_false(resctrl_region_claim_in(other, sys_dev_char,
+    g_assert_false(resctrl_region_claim_in(rdev_of(other), sys_dev_char,
                                            "/proc/locks", &claim2, &err));
     assert_error(&err, "holds the lock on", "/dev/1:3");
     g_assert_cmpint(claim2, ==, -1);
 
     /* closing the claim gives the region up */
     close(claim);
-    g_assert_true(resctrl_region_claim_in(other, sys_dev_char, "/proc/locks",
-                                          &claim2, &error_abort));
+    g_assert_true(resctrl_region_claim_in(rdev_of(other), sys_dev_char,
+                                          "/proc/locks", &claim2,
+                                          &error_abort));
     close(claim2);
 
     g_assert_cmpint(mkdir(empty, 0755), ==, 0);
-    g_assert_false(resctrl_region_claim_in(dev, empty, "/proc/locks",
-                                           &claim, &err));
+    g_assert_false(resctrl_region_claim_in(rdev_of(dev), empty,
+                                           "/proc/locks", &claim, &err));
     assert_error(&err, "cannot open", "empty/1:3");
 
     close(dev);
