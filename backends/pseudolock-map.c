@@ -150,7 +150,7 @@ bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd,
     ERRP_GUARD();
     HostMemoryBackend *backend = MEMORY_BACKEND(pl);
     g_autofree char *name = host_memory_backend_get_name(backend);
-    cpu_set_t saved, domain, outside;
+    cpu_set_t saved, domain, inside;
     bool narrowed = false;
     void *host;
     unsigned i;
@@ -165,10 +165,9 @@ bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd,
         for (i = 0; i < pl->host_cpus->len; i++) {
             CPU_SET(g_array_index(pl->host_cpus, unsigned, i), &domain);
         }
-        /* the CPUs this thread may run on that are not the cache's */
-        CPU_XOR(&outside, &saved, &domain);
-        CPU_AND(&outside, &outside, &saved);
-        if (CPU_COUNT(&outside)) {
+        /* narrow unless every CPU this thread may run on is the cache's */
+        CPU_AND(&inside, &saved, &domain);
+        if (!CPU_EQUAL(&inside, &saved)) {
             if (sched_setaffinity(0, sizeof(domain), &domain) < 0) {
                 int err = errno;
                 g_autofree char *cpus = pseudolock_cpu_list(pl->host_cpus);
