@@ -41,8 +41,6 @@ static void check_domains(GArray *domains)
     }
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     g_autofree char *text = g_strndup((const char *)data, size);

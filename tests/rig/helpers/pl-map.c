@@ -228,6 +228,7 @@ int main(int argc, char **argv)
         printf("page tables: +%ld kB\n", vm_pte_kb() - pte_before);
     }
     if (soft_dirty) {
+        /* volatile: as above, each store must reach the mapping */
         volatile unsigned char *p = map;
 
         for (i = 0; i < size; i += 4096) {

@@ -58,11 +58,13 @@ static int send_command(int fd, const char *json)
 }
 
 #define QMP_CALL_TIMEOUT 90
+#define STRINGIFY(x) #x
+#define XSTRINGIFY(x) STRINGIFY(x)
 
 static void no_answer(int sig)
 {
     static const char msg[] = "qmp-call: QEMU did not answer within "
-                              "90 s\n";
+                              XSTRINGIFY(QMP_CALL_TIMEOUT) " s\n";
 
     (void)sig;
     if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
@@ -81,7 +83,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: qmp-call SOCKET COMMAND-JSON...\n");
         return 3;
     }
-    signal(SIGALRM, no_answer);
+    sigaction(SIGALRM, &(struct sigaction) { .sa_handler = no_answer },
+              NULL);
     alarm(QMP_CALL_TIMEOUT);
     fd = socket(AF_UNIX, SOCK_STREAM, 0);
     snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", argv[1]);
