@@ -11,6 +11,14 @@
  * such as Linux resctrl can be tested without the hardware.  The cache
  * itself is not modelled: masks change no timing or eviction behaviour.
  *
+ * The capacity bitmasks belong to a cache instance, not to a logical
+ * processor.  Each instance's masks are kept here once; the vCPUs that
+ * share the instance hold copies (CPUX86State), which RDMSR reads and
+ * migration carries, refreshed under one lock whenever the instance's
+ * masks change.  So a vCPU that arrives later (hot-plug) starts with its
+ * siblings' masks, and two vCPUs writing at once cannot leave their
+ * copies different.
+ *
  * Copyright (c) 2026 qemu-pseudolock developers
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -18,6 +26,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/atomic.h"
+#include "qemu/lockable.h"
 #include "qapi/error.h"
 #include "hw/core/cpu.h"
 #include "hw/i386/topology.h"
@@ -25,9 +34,15 @@
 #ifndef CONFIG_USER_ONLY
 #include "migration/vmstate.h"
 #include "system/kvm.h"
+#include "system/reset.h"
 #endif
 #ifdef CONFIG_KVM
 #include "kvm/kvm_i386.h"
+#endif
+
+#ifndef CONFIG_USER_ONLY
+static void rdt_machine_reset(void *opaque);
+static bool rdt_machine_reset_registered;
 #endif
 
 bool x86_rdt_enabled(X86CPU *cpu)
@@ -103,6 +118,13 @@ bool x86_rdt_expand_features(X86CPU *cpu, Error **errp)
         return false;
     }
     env->cpuid_min_level = MAX(env->cpuid_min_level, 0x10);
+
+#ifndef CONFIG_USER_ONLY
+    if (!rdt_machine_reset_registered) {
+        qemu_register_reset(rdt_machine_reset, NULL);
+        rdt_machine_reset_registered = true;
+    }
+#endif
     return true;
 }
 
@@ -132,20 +154,6 @@ void x86_rdt_cpuid(X86CPU *cpu, uint32_t count, uint32_t *eax,
          */
         *eax = rdt_cbm_len(cpu, level) - 1;
         *edx = cpu->rdt_closids - 1;
-    }
-}
-
-void x86_rdt_reset(X86CPU *cpu)
-{
-    CPUX86State *env = &cpu->env;
-    int i;
-
-    /* The masks reset to all ones: every class may use the whole cache */
-    for (i = 0; i < X86_RDT_MAX_CLOSIDS; i++) {
-        env->msr_l2_qos_mask[i] = cpu->rdt_l2_cat ?
-            MAKE_64BIT_MASK(0, rdt_cbm_len(cpu, 2)) : 0;
-        env->msr_l3_qos_mask[i] = cpu->rdt_l3_cat ?
-            MAKE_64BIT_MASK(0, rdt_cbm_len(cpu, 3)) : 0;
     }
 }
 
@@ -229,6 +237,119 @@ static bool rdt_cbm_valid(uint64_t cbm, uint32_t cbm_len)
     return ((cbm + (cbm & -cbm)) & cbm) == 0;
 }
 
+/* Whether @cpu has cache allocation for the level-@level cache */
+static bool rdt_level_enabled(X86CPU *cpu, int level)
+{
+    return level == 2 ? cpu->rdt_l2_cat : cpu->rdt_l3_cat;
+}
+
+/* The masks of one cache instance, of which its vCPUs hold copies */
+typedef struct RdtCacheInstance {
+    int level;
+    uint32_t id;
+    uint64_t reset_mask;
+    uint64_t mask[X86_RDT_MAX_CLOSIDS];
+} RdtCacheInstance;
+
+/* Guards rdt_instances and every vCPU's copy of the masks */
+static QemuMutex rdt_lock;
+static GPtrArray *rdt_instances;
+
+static void __attribute__((constructor)) rdt_lock_init(void)
+{
+    qemu_mutex_init(&rdt_lock);
+}
+
+/* The instance of @cpu's level-@level cache; created, reset, if new */
+static RdtCacheInstance *rdt_instance_of(X86CPU *cpu, int level)
+{
+    uint32_t id = rdt_cache_instance(cpu, level);
+    RdtCacheInstance *inst;
+    unsigned i;
+
+    if (!rdt_instances) {
+        rdt_instances = g_ptr_array_new_with_free_func(g_free);
+    }
+    for (i = 0; i < rdt_instances->len; i++) {
+        inst = g_ptr_array_index(rdt_instances, i);
+        if (inst->level == level && inst->id == id) {
+            return inst;
+        }
+    }
+    inst = g_new0(RdtCacheInstance, 1);
+    inst->level = level;
+    inst->id = id;
+    /* The masks reset to all ones: every class may use the whole cache */
+    inst->reset_mask = MAKE_64BIT_MASK(0, rdt_cbm_len(cpu, level));
+    for (i = 0; i < X86_RDT_MAX_CLOSIDS; i++) {
+        inst->mask[i] = inst->reset_mask;
+    }
+    g_ptr_array_add(rdt_instances, inst);
+    return inst;
+}
+
+static void rdt_copy_masks(X86CPU *cpu, const RdtCacheInstance *inst)
+{
+    unsigned i;
+
+    for (i = 0; i < X86_RDT_MAX_CLOSIDS; i++) {
+        qatomic_set(rdt_mask_slot(cpu, inst->level, i), inst->mask[i]);
+    }
+}
+
+/* Refresh the copies of every vCPU that shares @inst; rdt_lock held */
+static void rdt_instance_publish(const RdtCacheInstance *inst)
+{
+    CPUState *cs;
+
+    CPU_FOREACH(cs) {
+        X86CPU *sibling = X86_CPU(cs);
+
+        if (rdt_level_enabled(sibling, inst->level) &&
+            rdt_cache_instance(sibling, inst->level) == inst->id) {
+            rdt_copy_masks(sibling, inst);
+        }
+    }
+}
+
+/*
+ * A vCPU's reset gives it its caches' current masks: they are the
+ * cache's state, which only a reset of the machine clears (see
+ * rdt_machine_reset()), not a vCPU's reset, INIT or hot-plug.
+ */
+void x86_rdt_reset(X86CPU *cpu)
+{
+    int level;
+
+    for (level = 2; level <= 3; level++) {
+        if (rdt_level_enabled(cpu, level)) {
+            QEMU_LOCK_GUARD(&rdt_lock);
+            rdt_copy_masks(cpu, rdt_instance_of(cpu, level));
+        }
+    }
+}
+
+#ifndef CONFIG_USER_ONLY
+/*
+ * The machine's reset resets the caches.  It may run before or after
+ * the vCPUs' own reset handlers: either way every copy ends all ones.
+ */
+static void rdt_machine_reset(void *opaque)
+{
+    unsigned i, c;
+
+    QEMU_LOCK_GUARD(&rdt_lock);
+    for (i = 0; rdt_instances && i < rdt_instances->len; i++) {
+        RdtCacheInstance *inst = g_ptr_array_index(rdt_instances, i);
+
+        for (c = 0; c < X86_RDT_MAX_CLOSIDS; c++) {
+            inst->mask[c] = inst->reset_mask;
+        }
+        rdt_instance_publish(inst);
+    }
+}
+#endif
+
 bool x86_rdt_rdmsr(X86CPU *cpu, uint32_t msr, uint64_t *val)
 {
     CPUX86State *env = &cpu->env;
@@ -251,10 +372,9 @@ bool x86_rdt_rdmsr(X86CPU *cpu, uint32_t msr, uint64_t *val)
 bool x86_rdt_wrmsr(X86CPU *cpu, uint32_t msr, uint64_t val)
 {
     CPUX86State *env = &cpu->env;
-    CPUState *cs;
+    RdtCacheInstance *inst;
     int level;
     unsigned closid;
-    uint32_t instance;
 
     if (msr == MSR_IA32_PQR_ASSOC) {
         /*
@@ -285,16 +405,10 @@ bool x86_rdt_wrmsr(X86CPU *cpu, uint32_t msr, uint64_t val)
      * The masks belong to the cache instance, not to the logical
      * processor: every vCPU that shares this cache sees the new value.
      */
-    instance = rdt_cache_instance(cpu, level);
-    CPU_FOREACH(cs) {
-        X86CPU *sibling = X86_CPU(cs);
-
-        if (sibling == cpu ||
-            (x86_rdt_enabled(sibling) &&
-             rdt_cache_instance(sibling, level) == instance)) {
-            qatomic_set(rdt_mask_slot(sibling, level, closid), val);
-        }
-    }
+    QEMU_LOCK_GUARD(&rdt_lock);
+    inst = rdt_instance_of(cpu, level);
+    inst->mask[closid] = val;
+    rdt_instance_publish(inst);
     return true;
 }
 

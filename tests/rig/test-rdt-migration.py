@@ -12,87 +12,18 @@ allocation.
 Usage: test-rdt-migration.py RIG-ARGS...   (the arguments of rig.py)
 """
 
-import copy
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 
-from qemu.qmp.legacy import QEMUMonitorProtocol
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[0:0] = [HERE, os.path.dirname(HERE)]
 import rig  # noqa: E402  pylint: disable=wrong-import-position
+from righost import Host, migrate_to_file  # noqa: E402  pylint: disable=wrong-import-position
 from taplib import Tap  # noqa: E402  pylint: disable=wrong-import-position
 
 SUBSECTION = b'cpu/rdt-cat'
-
-
-class Host:
-    """One QEMU process of the rig, with QMP and the report channel."""
-
-    def __init__(self, args, tmp, name, extra=()):
-        self.qmp_path = os.path.join(tmp, f'{name}.qmp')
-        self.report_path = os.path.join(tmp, f'{name}.report')
-        args = copy.copy(args)
-        args.console_log = f'{args.console_log}.{name}'
-        cmd = rig.qemu_command(
-            args, f'unix:{self.report_path},server=on,wait=off')
-        cmd += ['-qmp', f'unix:{self.qmp_path},server=on,wait=off']
-        cmd += list(extra)
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while not (os.path.exists(self.qmp_path) and
-                   os.path.exists(self.report_path)):
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise RuntimeError(f'QEMU ({name}) did not start: '
-                                   f'exit status {self.proc.poll()}')
-            time.sleep(0.1)
-        self.qmp = QEMUMonitorProtocol(self.qmp_path)
-        self.qmp.connect()
-        self.report = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.report.connect(self.report_path)
-        self.buffer = b''
-
-    def read_line(self, timeout):
-        deadline = time.monotonic() + timeout
-        while b'\n' not in self.buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError('no line from the guest')
-            self.report.settimeout(left)
-            data = self.report.recv(4096)
-            if not data:
-                raise EOFError('the guest closed its report channel')
-            self.buffer += data
-        line, self.buffer = self.buffer.split(b'\n', 1)
-        return line.decode('utf-8', 'replace').rstrip('\r')
-
-    def close(self, timeout=60):
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.report.close()
-        try:
-            self.qmp.close()
-        except (EOFError, OSError):
-            pass    # QEMU closed the monitor first, as it does on quit
-
-
-def migrate_to_file(host, path):
-    host.qmp.cmd('stop')
-    host.qmp.cmd('migrate', uri=f'file:{path}')
-    deadline = time.monotonic() + 60
-    while True:
-        status = host.qmp.cmd('query-migrate').get('status')
-        if status in ('completed', 'failed') or time.monotonic() > deadline:
-            return status
-        time.sleep(0.2)
-
 
 def main():
     tap = Tap()
