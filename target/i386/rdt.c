@@ -26,6 +26,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/atomic.h"
+#include "qemu/error-report.h"
 #include "qemu/lockable.h"
 #include "qapi/error.h"
 #include "hw/core/cpu.h"
@@ -418,11 +419,155 @@ static bool rdt_needed(void *opaque)
     return x86_rdt_enabled(opaque);
 }
 
+/*
+ * What the source's CPU had: a destination with other classes of
+ * service or mask lengths would give the guest MSRs that do not match
+ * what it read from CPUID at boot, so it refuses the stream.
+ */
+typedef struct RdtGeometry {
+    X86CPU *parent;
+    uint32_t closids;
+    uint32_t l2_cbm_len;        /* 0: no L2 cache allocation */
+    uint32_t l3_cbm_len;        /* 0: no L3 cache allocation */
+} RdtGeometry;
+
+static void rdt_geometry_of(X86CPU *cpu, RdtGeometry *g)
+{
+    g->closids = cpu->rdt_closids;
+    g->l2_cbm_len = cpu->rdt_l2_cat ? rdt_cbm_len(cpu, 2) : 0;
+    g->l3_cbm_len = cpu->rdt_l3_cat ? rdt_cbm_len(cpu, 3) : 0;
+}
+
+static int rdt_geometry_pre_save(void *opaque)
+{
+    RdtGeometry *g = opaque;
+
+    rdt_geometry_of(g->parent, g);
+    return 0;
+}
+
+static int rdt_geometry_post_load(void *opaque, int version_id)
+{
+    RdtGeometry *g = opaque;
+    RdtGeometry here;
+    int level;
+
+    rdt_geometry_of(g->parent, &here);
+    for (level = 2; level <= 3; level++) {
+        uint32_t source = level == 2 ? g->l2_cbm_len : g->l3_cbm_len;
+        uint32_t len = level == 2 ? here.l2_cbm_len : here.l3_cbm_len;
+
+        if (source != len) {
+            error_report("cpu/rdt-cat: the source's CPU has L%d capacity "
+                         "bitmasks of %" PRIu32 " bits, this one of %" PRIu32
+                         " (0: no L%d cache allocation); start this QEMU "
+                         "with the source's l%d-cat and l%d-cbm-len",
+                         level, source, len, level, level, level);
+            return -EINVAL;
+        }
+    }
+    if (g->closids != here.closids) {
+        error_report("cpu/rdt-cat: the source's CPU has %" PRIu32 " classes "
+                     "of service, this one %" PRIu32 "; start this QEMU "
+                     "with the source's rdt-closids", g->closids,
+                     here.closids);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static const VMStateDescription vmstate_rdt_geometry_tmp = {
+    .name = "cpu/rdt-cat/geometry-tmp",
+    .pre_save = rdt_geometry_pre_save,
+    .post_load = rdt_geometry_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(closids, RdtGeometry),
+        VMSTATE_UINT32(l2_cbm_len, RdtGeometry),
+        VMSTATE_UINT32(l3_cbm_len, RdtGeometry),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/*
+ * A subsection, so that a stream from a source without it (an older
+ * build of this fork) still loads, only unchecked
+ */
+static const VMStateDescription vmstate_x86_rdt_geometry = {
+    .name = "cpu/rdt-cat/geometry",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rdt_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_WITH_TMP(X86CPU, RdtGeometry, vmstate_rdt_geometry_tmp),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/*
+ * The stream's state must be what the SDM lets software write: the same
+ * checks as WRMSR.  Then it becomes the state of this vCPU's caches.
+ */
+static int rdt_post_load(void *opaque, int version_id)
+{
+    X86CPU *cpu = opaque;
+    CPUX86State *env = &cpu->env;
+    CPUState *cs = CPU(cpu);
+    unsigned closid;
+    int level;
+
+    if ((uint32_t)env->msr_pqr_assoc ||
+        (env->msr_pqr_assoc >> PQR_ASSOC_CLOSID_SHIFT) >= cpu->rdt_closids) {
+        error_report("cpu/rdt-cat: CPU %d's IA32_PQR_ASSOC 0x%" PRIx64
+                     " names an RMID or a class of service above %u",
+                     cs->cpu_index, env->msr_pqr_assoc,
+                     cpu->rdt_closids - 1);
+        return -EINVAL;
+    }
+    if (env->msr_misc_feature_control & ~MISC_FEATURE_CONTROL_VALID) {
+        error_report("cpu/rdt-cat: CPU %d's MSR_MISC_FEATURE_CONTROL 0x%"
+                     PRIx64 " has reserved bits set", cs->cpu_index,
+                     env->msr_misc_feature_control);
+        return -EINVAL;
+    }
+    for (level = 2; level <= 3; level++) {
+        if (!rdt_level_enabled(cpu, level)) {
+            continue;
+        }
+        for (closid = 0; closid < cpu->rdt_closids; closid++) {
+            uint64_t cbm = *rdt_mask_slot(cpu, level, closid);
+
+            if (!rdt_cbm_valid(cbm, rdt_cbm_len(cpu, level))) {
+                error_report("cpu/rdt-cat: CPU %d's L%d capacity bitmask "
+                             "of class %u, 0x%" PRIx64 ", is not a run of "
+                             "ones within %u bits", cs->cpu_index, level,
+                             closid, cbm, rdt_cbm_len(cpu, level));
+                return -EINVAL;
+            }
+        }
+    }
+
+    for (level = 2; level <= 3; level++) {
+        RdtCacheInstance *inst;
+
+        if (!rdt_level_enabled(cpu, level)) {
+            continue;
+        }
+        QEMU_LOCK_GUARD(&rdt_lock);
+        inst = rdt_instance_of(cpu, level);
+        for (closid = 0; closid < cpu->rdt_closids; closid++) {
+            inst->mask[closid] = *rdt_mask_slot(cpu, level, closid);
+        }
+        rdt_instance_publish(inst);
+    }
+    return 0;
+}
+
 const VMStateDescription vmstate_x86_rdt = {
     .name = "cpu/rdt-cat",
     .version_id = 1,
     .minimum_version_id = 1,
     .needed = rdt_needed,
+    .post_load = rdt_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT64(env.msr_pqr_assoc, X86CPU),
         VMSTATE_UINT64(env.msr_misc_feature_control, X86CPU),
@@ -431,6 +576,10 @@ const VMStateDescription vmstate_x86_rdt = {
         VMSTATE_UINT64_ARRAY(env.msr_l3_qos_mask, X86CPU,
                              X86_RDT_MAX_CLOSIDS),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_x86_rdt_geometry,
+        NULL
     }
 };
 #endif

@@ -7,12 +7,15 @@ waits.  The host side stops it, migrates it to a file, quits, starts a
 new QEMU that loads the file and lets the guest go on; the guest then
 reports what it reads back.  The migration stream must carry the
 "cpu/rdt-cat" subsection for this CPU and not for one without cache
-allocation.
+allocation.  A destination whose CPU has other cache-allocation
+properties, and a stream whose masks the SDM would not let software
+write, are refused, saying why.
 
 Usage: test-rdt-migration.py RIG-ARGS...   (the arguments of rig.py)
 """
 
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,6 +27,61 @@ from righost import Host, migrate_to_file  # noqa: E402  pylint: disable=wrong-i
 from taplib import Tap  # noqa: E402  pylint: disable=wrong-import-position
 
 SUBSECTION = b'cpu/rdt-cat'
+# Where CPU 0's L2 mask of class 1 is in the stream: after the
+# subsection's name (a length byte, then the name), its version (4
+# bytes), IA32_PQR_ASSOC and MISC_FEATURE_CONTROL (8 each) and mask 0
+L2_MASK_1_AT = 1 + len(SUBSECTION) + 4 + 8 + 8 + 8
+
+
+def load_refused(args, tmp, name, state, extra_cpu=''):
+    """Start a destination that loads @state; QEMU's stderr if it
+    refuses the stream and exits, None if it took it."""
+    dest_args = rig.parse_args(sys.argv[1:] + ['--cpu', args.cpu + extra_cpu])
+    dest_args.console_log = f'{args.console_log}.{name}'
+    cmd = rig.qemu_command(dest_args, 'null')
+    cmd += ['-incoming', f'file:{state}']
+    qmp_path = os.path.join(tmp, f'{name}.qmp')
+    cmd += ['-qmp', f'unix:{qmp_path},server=on,wait=off']
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()     # still waiting or running: it took the stream
+        proc.communicate()
+        return None
+    return err.decode('utf-8', 'replace') if proc.returncode else None
+
+
+def refusal_checks(tap, args, tmp, state):
+    """What a destination does with a stream it must not take."""
+    err = load_refused(args, tmp, 'shorter-masks', state, ',l2-cbm-len=8')
+    tap.ok(err is not None and "the source's CPU has L2 capacity bitmasks "
+           'of 16 bits, this one of 8' in err and 'l2-cbm-len' in err,
+           'a destination with other mask lengths refuses the stream, '
+           'naming the property', f'stderr: {err}')
+    err = load_refused(args, tmp, 'fewer-classes', state, ',rdt-closids=4')
+    tap.ok(err is not None and '8 classes of service, this one 4' in err and
+           'rdt-closids' in err,
+           'a destination with fewer classes of service refuses it',
+           f'stderr: {err}')
+
+    with open(state, 'rb') as f:
+        stream = bytearray(f.read())
+    at = stream.find(bytes([len(SUBSECTION)]) + SUBSECTION)
+    mask = int.from_bytes(stream[at + L2_MASK_1_AT:at + L2_MASK_1_AT + 8],
+                          'big')
+    tap.ok(at >= 0 and mask == 0xf0, "CPU 0's L2 mask 1 is where we look "
+           'in the stream', f'found 0x{mask:x} at {at}')
+    stream[at + L2_MASK_1_AT:at + L2_MASK_1_AT + 8] = (5).to_bytes(8, 'big')
+    bad = state + '.bad-mask'
+    with open(bad, 'wb') as f:
+        f.write(stream)
+    err = load_refused(args, tmp, 'bad-mask', bad)
+    tap.ok(err is not None and 'capacity bitmask of class 1, 0x5, is not a '
+           'run of ones' in err, 'a stream with a mask that WRMSR would '
+           'refuse (0x5) is refused', f'stderr: {err}')
+
 
 def main():
     tap = Tap()
@@ -75,6 +133,8 @@ def main():
                     print(line, flush=True)
         finally:
             dest.close()
+
+        refusal_checks(tap, args, tmp, state)
 
         # Without cache allocation the subsection is not sent at all.
         plain_args = rig.parse_args(sys.argv[1:] + [
