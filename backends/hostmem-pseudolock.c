@@ -24,6 +24,8 @@
 #include "qapi/visitor.h"
 #include "qemu/cutils.h"
 #include "qemu/resctrl-info.h"
+#include "migration/misc.h"
+#include "migration/client-options.h"
 #include "system/hostmem-pseudolock.h"
 
 /* Where the region comes from cannot change once it is mapped */
@@ -105,6 +107,34 @@ static void pseudolock_set_cache_id(Object *obj, Visitor *v,
     if (visit_type_uint32(v, name, &pl->cache_id, errp)) {
         pl->cache_id_set = true;
     }
+}
+
+/*
+ * Precopy migration carries the region as it carries RAM: the
+ * destination's own region, of the same size, is written page by page.
+ * Postcopy needs userfaultfd on the destination's memory, which Linux
+ * refuses for a device mapping (VM_PFNMAP), and its capability check
+ * does not find out: refuse it before anything is sent, rather than
+ * fail half-way.  (Background snapshots, the other user of userfaultfd,
+ * are refused by their own check when the capability is set.)
+ */
+static int pseudolock_migration_notify(NotifierWithReturn *notifier,
+                                       MigrationEvent *e, Error **errp)
+{
+    HostMemoryBackendPseudolock *pl =
+        container_of(notifier, HostMemoryBackendPseudolock,
+                     migration_notifier);
+    g_autofree char *name = NULL;
+
+    if (e->type != MIG_EVENT_PRECOPY_SETUP || !migrate_postcopy_ram()) {
+        return 0;
+    }
+    name = host_memory_backend_get_name(MEMORY_BACKEND(pl));
+    error_setg(errp, "migration capability postcopy-ram does not work with "
+               "memory backend '%s' (memory-backend-pseudolock): its memory "
+               "is a device mapping, which userfaultfd cannot fill on "
+               "demand; migrate without postcopy-ram", name);
+    return -ENOTSUP;
 }
 
 static bool
@@ -210,6 +240,8 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
          * for every backend, so refusing it would not do.)
          */
         backend->prealloc = false;
+        migration_add_notifier(&pl->migration_notifier,
+                               pseudolock_migration_notify);
         return true;
     }
 
@@ -231,6 +263,7 @@ static void pseudolock_backend_unparent(Object *obj)
 {
     HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
 
+    migration_remove_notifier(&pl->migration_notifier);
     pseudolock_unmap(pl);
     pseudolock_region_remove(pl);
 }
@@ -240,6 +273,7 @@ static void pseudolock_backend_instance_finalize(Object *obj)
     HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
 
     /* Already done if the object was deleted; not if it never was added */
+    migration_remove_notifier(&pl->migration_notifier);
     pseudolock_unmap(pl);
     pseudolock_region_remove(pl);
     pseudolock_free_range(pl);

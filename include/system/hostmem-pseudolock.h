@@ -17,6 +17,7 @@
 #ifndef SYSTEM_HOSTMEM_PSEUDOLOCK_H
 #define SYSTEM_HOSTMEM_PSEUDOLOCK_H
 
+#include "qemu/notify.h"
 #include "qemu/queue.h"
 #include "system/hostmem.h"
 
@@ -54,6 +55,9 @@ struct HostMemoryBackendPseudolock {
     uint64_t mapped_size;
 
     QLIST_ENTRY(HostMemoryBackendPseudolock) created_next;
+
+    /* Refuses the migrations that cannot carry the region, while mapped */
+    NotifierWithReturn migration_notifier;
 };
 
 /* backends/pseudolock-region.c */
