@@ -15,10 +15,14 @@
 
 #include <dirent.h>
 #include <sys/file.h>
+#include <sys/sysmacros.h>
 
 #include "qapi/error.h"
 #include "qemu/resctrl-group.h"
 #include "qemu/resctrl-info.h"
+
+/* Where the kernel lists pseudo-locked regions' devices, by group */
+#define RESCTRL_PSEUDO_LOCK_CLASS "/sys/class/pseudo_lock"
 
 /* How often a held lock is tried again */
 #define RESCTRL_LOCK_POLL_US (10 * 1000)
@@ -269,6 +273,37 @@ static int resctrl_owner_gone(const char *proc, const ResctrlOwner *o,
     return start_time != o->start_time;
 }
 
+/*
+ * Whether another process still claims the region of @group, whose QEMU
+ * is gone (a child that inherited its descriptors, or a QEMU that is
+ * claiming the region now): then the region is in use, and removing its
+ * group would orphan it.  The device number comes from sysfs, which a
+ * private /dev does not change.  Returns false if the group has no
+ * device (never locked); otherwise, true with @why set, or false with
+ * the region claimed for the caller in @claim_fd until it is removed.
+ */
+static bool resctrl_region_still_claimed(const char *group, int *claim_fd,
+                                         char **why)
+{
+    g_autofree char *path = g_build_filename(RESCTRL_PSEUDO_LOCK_CLASS,
+                                             group, "dev", NULL);
+    g_autofree char *text = NULL;
+    unsigned major, minor;
+    Error *err = NULL;
+
+    *claim_fd = -1;
+    if (!resctrl_read_file(path, &text, NULL) ||
+        sscanf(text, "%u:%u", &major, &minor) != 2) {
+        return false;
+    }
+    if (!resctrl_region_claim(makedev(major, minor), claim_fd, &err)) {
+        *why = g_strdup(error_get_pretty(err));
+        error_free(err);
+        return true;
+    }
+    return false;
+}
+
 bool resctrl_reclaim_dead_groups_in(const char *mount, const char *proc,
                                     const ResctrlOwner *self,
                                     GPtrArray *reclaimed,
@@ -285,6 +320,7 @@ bool resctrl_reclaim_dead_groups_in(const char *mount, const char *proc,
         g_autofree char *path = NULL;
         g_autofree char *why = NULL;
         ResctrlOwner o;
+        int claim_fd;
         int gone;
 
         if (!resctrl_parse_owned_group_name(de->d_name, &o) ||
@@ -304,12 +340,26 @@ bool resctrl_reclaim_dead_groups_in(const char *mount, const char *proc,
         if (!gone) {
             continue;           /* its QEMU is alive */
         }
+        if (resctrl_region_still_claimed(de->d_name, &claim_fd, &why)) {
+            if (undecided) {
+                g_ptr_array_add(undecided, g_strdup_printf(
+                    "%s: its QEMU (pid %" PRIu64 ") is gone, but its region "
+                    "is still in use: %s", de->d_name, o.pid, why));
+            }
+            continue;
+        }
         path = g_build_filename(mount, de->d_name, NULL);
         if (rmdir(path) < 0 && errno != ENOENT) {
             error_setg_errno(errp, errno, "cannot remove %s, left by a "
                              "QEMU that is gone", path);
+            if (claim_fd >= 0) {
+                close(claim_fd);
+            }
             closedir(d);
             return false;
+        }
+        if (claim_fd >= 0) {
+            close(claim_fd);
         }
         if (reclaimed) {
             g_ptr_array_add(reclaimed, g_strdup(de->d_name));

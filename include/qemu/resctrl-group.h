@@ -89,15 +89,17 @@ bool resctrl_owner_self(ResctrlOwner *owner, Error **errp);
  * @mount: resctrl mount point
  * @reclaimed: if not NULL, the removed groups' names are added to it
  * @undecided: if not NULL, a message is added to it for each group left
- *     alone because whether its QEMU runs cannot be told
+ *     alone because whether its QEMU runs cannot be told, or because its
+ *     region is still claimed
  * @errp: pointer to a NULL-initialized error object
  *
  * Removes every group named by resctrl_owned_group_name() whose owner is
  * in this process's PID namespace and provably no longer runs: no
  * process has its pid, or the one that has it started at another time.
  * A group whose owner cannot be looked at (/proc mounted with hidepid=,
- * an unreadable stat file) stays, and so do groups of other PID
- * namespaces and every other group.  Hold resctrl_lock().
+ * an unreadable stat file) stays, and so does one whose region another
+ * process still claims (resctrl_region_claim()); so do groups of other
+ * PID namespaces and every other group.  Hold resctrl_lock().
  *
  * Returns: true on success, false with @errp set if the mount cannot be
  * listed or a dead owner's group cannot be removed.

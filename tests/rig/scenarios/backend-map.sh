@@ -293,6 +293,37 @@ check "after reclaiming the dead QEMU's group" test ! -e "$R/$dead"
 check "and says so" grep -q "removed resctrl group $dead" /tmp/qemu.err
 stop_qemu
 
+# A dead QEMU's region that another process still claims (a child with
+# its descriptors, or a QEMU claiming it now) is in use: its group stays
+# until the claim is given up.  The next QEMU makes its region on cache 1.
+echo 'L2:0=00ff;1=00ff' >$R/schemata
+start_qemu -object $created
+dead_pid=$qemu_pid
+dead=$(cd $R && ls -d qemu-pl-*-$dead_pid-*-pl0 2>/dev/null)
+dev=$(cat /sys/class/pseudo_lock/$dead/dev)
+kill -9 $dead_pid
+wait $dead_pid 2>/dev/null
+/rig/bin/flock-hold /sys/dev/char/$dev >/tmp/hold.out &
+holder=$!
+for i in $(seq 50); do
+    grep -q locked /tmp/hold.out && break
+    sleep 0.1
+done
+check "with the dead QEMU's region claimed, a QEMU on cache 1 starts" \
+    start_qemu -object memory-backend-pseudolock,id=pl0,cache-level=2,cache-id=1,size=1M
+check "and leaves the claimed group" test -d "$R/$dead"
+diag "$(grep -v 'TCG doesn' /tmp/qemu.err)"
+check "saying that its region is still in use, and by whom" \
+    grep -q "left resctrl group $dead: its QEMU (pid $dead_pid) is gone, but its region is still in use: process $holder holds the lock" /tmp/qemu.err
+stop_qemu
+kill $holder
+wait $holder 2>/dev/null
+check "once the claim is given up, the next QEMU removes the group" \
+    start_qemu -object $created
+check "(it is gone)" test ! -e "$R/$dead"
+stop_qemu
+echo 'L2:0=00ff;1=ffff' >$R/schemata
+
 # A private /dev (a tmpfs, as libvirt gives QEMU): the kernel creates the
 # device of a region QEMU locks in devtmpfs, which QEMU does not see.
 # QEMU gives up after a while, says why, and removes its group.
