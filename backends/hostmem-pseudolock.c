@@ -185,6 +185,14 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
 
     fd = qemu_open(pl->path, O_RDWR, errp);
     if (fd < 0) {
+        if (errno == EACCES && g_str_has_prefix(pl->path, "/dev/fdset/")) {
+            /* the fdset holds descriptors, but none of them read-write */
+            error_prepend(errp, "%s: ", pl->path);
+            error_append_hint(errp, "Give the fdset a descriptor of the "
+                              "region's device opened for reading and "
+                              "writing (O_RDWR): the region is guest "
+                              "memory.\n");
+        }
         goto fail_created;
     }
     if (!resctrl_group_of_fd(fd, &group, errp)) {

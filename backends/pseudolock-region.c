@@ -123,6 +123,13 @@ void pseudolock_region_remove(HostMemoryBackendPseudolock *pl)
                       &lock_fd, &err) ||
         !resctrl_group_remove(pl->resctrl_mount, pl->group, &err)) {
         error_prepend(&err, "pseudo-locked region '%s' stays: ", pl->group);
+        if (access(pl->resctrl_mount, W_OK) < 0) {
+            error_append_hint(&err, "This QEMU no longer has the privileges "
+                              "it created the group with (-run-with user=, "
+                              "or a manager that dropped them).  The next "
+                              "QEMU that creates a region removes it, or "
+                              "remove it with rmdir.\n");
+        }
         warn_report_err(err);
     }
     resctrl_unlock(lock_fd);

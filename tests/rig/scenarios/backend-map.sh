@@ -212,6 +212,18 @@ as_nobody "$QEMU -machine none -accel qtest -nodefaults -display none \
 check "QEMU as nobody cannot open the device itself" \
     grep -q "Could not open '/dev/pseudo_lock/p0': Permission denied" \
     /tmp/nobody.err
+# A descriptor opened read-only: the region is written, so QEMU needs
+# one opened for reading and writing
+$QEMU -machine none -accel qtest -nodefaults -display none \
+    -add-fd fd=3,set=1 \
+    -object memory-backend-pseudolock,id=pl0,path=/dev/fdset/1 \
+    3</dev/pseudo_lock/p0 2>/tmp/rdonly.err
+diag "$(grep -v 'TCG doesn' /tmp/rdonly.err)"
+check "a read-only descriptor in the fdset is refused" \
+    grep -q "/dev/fdset/1: Failed to find file descriptor with matching flags" \
+    /tmp/rdonly.err
+check "saying that it must be open for reading and writing" \
+    grep -q "opened for reading and writing" /tmp/rdonly.err
 start_nobody "" "" $fdset
 reply=$(qmp '{"execute": "query-pseudolock"}')
 diag "$reply"
@@ -271,6 +283,21 @@ check "and names the group" sh -c "echo '$reply' | grep -q '\"group\": \"$group\
 stop_qemu
 check "quit removes the group" test ! -e "$R/$group"
 check "and its device" test ! -e "/dev/pseudo_lock/$group"
+
+# -run-with user= drops root after the backends are made: at exit QEMU
+# can no longer remove its group, says so, and the next creator does
+start_qemu -object $created -run-with user=nobody
+dropped_pid=$qemu_pid
+dropped=$(cd $R && ls -d qemu-pl-*-$dropped_pid-*-pl0 2>/dev/null)
+stop_qemu
+diag "$(grep -v 'TCG doesn' /tmp/qemu.err)"
+check "a QEMU that ran as nobody leaves its group at exit" test -d "$R/$dropped"
+check "saying why and what becomes of it" \
+    grep -q "no longer has the privileges it created the group with (-run-with user=" \
+    /tmp/qemu.err
+check "the next creator removes it" start_qemu -object $created
+check "(it is gone)" test ! -e "$R/$dropped"
+stop_qemu
 
 # SIGTERM, as systemd or libvirt stop a VM: QEMU exits normally
 start_qemu -object $created
