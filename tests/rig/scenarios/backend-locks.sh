@@ -206,5 +206,47 @@ check "and reclaims the group left behind" test ! -e "$R/$group"
 stop_qemu
 check "no group is left" sh -c "! ls -d $R/qemu-pl-* 2>/dev/null"
 
+# Two QEMUs creating a region on the same cache at once: the resctrl lock
+# lets one in at a time; the first gets the ways, the second is told
+# that the cache holds a region already.  Both keep their QMP monitor
+# up, and stay until told to quit (the loser exits at once).
+for n in 1 2; do
+    rm -f /tmp/race$n.qmp
+    $qemu_none -object $created -qmp unix:/tmp/race$n.qmp,server=on,wait=off \
+        2>/tmp/race$n.err &
+    eval race$n=\$!
+done
+# until each has either answered QMP or exited
+for i in $(seq 300); do
+    settled=0
+    for n in 1 2; do
+        eval pid=\$race$n
+        if ! kill -0 $pid 2>/dev/null ||
+           /rig/bin/qmp-call /tmp/race$n.qmp '{"execute": "query-status"}' \
+               >/dev/null 2>&1; then
+            settled=$((settled + 1))
+        fi
+    done
+    [ $settled = 2 ] && break
+    sleep 0.1
+done
+winners=0 losers=0
+for n in 1 2; do
+    eval pid=\$race$n
+    if kill -0 $pid 2>/dev/null; then
+        winners=$((winners + 1))
+        /rig/bin/qmp-call /tmp/race$n.qmp '{"execute": "quit"}' >/dev/null
+    elif grep -q "already holds a pseudo-locked region" /tmp/race$n.err; then
+        losers=$((losers + 1))
+    else
+        diag "QEMU $n: $(grep -v 'TCG doesn' /tmp/race$n.err)"
+    fi
+    wait $pid 2>/dev/null
+done
+check_eq "two creators started at once: one gets the region" 1 $winners
+check_eq "and the other is told the cache holds one already" 1 $losers
+check "no group is left once the winner quits" \
+    sh -c "! ls -d $R/qemu-pl-* 2>/dev/null"
+
 umount $R
 done_testing

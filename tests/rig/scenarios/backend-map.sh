@@ -284,6 +284,31 @@ stop_qemu
 check "quit removes the group" test ! -e "$R/$group"
 check "and its device" test ! -e "/dev/pseudo_lock/$group"
 
+# Creating needs write access to resctrl
+as_nobody "$QEMU -machine none -accel qtest -nodefaults -display none \
+    -object $created" 2>/tmp/nobody.err
+diag "$(grep -v 'TCG doesn' /tmp/nobody.err)"
+check "QEMU as nobody cannot create a region" \
+    grep -q "cannot create resctrl group .*Permission denied" /tmp/nobody.err
+check "and is told to run as root or to be given the device" \
+    grep -q "let its manager create the region and give QEMU its device" \
+    /tmp/nobody.err
+check "and leaves no group" sh -c "! ls -d $R/qemu-pl-* 2>/dev/null"
+
+# Every class of service taken: the default group and 7 others hold the
+# emulated host's 8 CLOSIDs (a new group takes every way: give them back)
+for i in 1 2 3 4 5 6 7; do
+    mkdir $R/busy$i && echo 'L2:0=00ff' >$R/busy$i/schemata
+done
+$QEMU -machine none -accel qtest -nodefaults -display none \
+    -object $created 2>/tmp/closids.err
+diag "$(grep -v 'TCG doesn' /tmp/closids.err)"
+check "with every CLOSID taken, creating a region fails with ENOSPC" \
+    grep -q "cannot create resctrl group .*No space left on device" /tmp/closids.err
+check "saying that every class of service is taken" \
+    grep -q "Every class of service (CLOSID) is taken" /tmp/closids.err
+for i in 1 2 3 4 5 6 7; do rmdir $R/busy$i; done
+
 # -run-with user= drops root after the backends are made: at exit QEMU
 # can no longer remove its group, says so, and the next creator does
 start_qemu -object $created -run-with user=nobody
@@ -533,6 +558,36 @@ else
     check_eq "because the orphan is still in the hierarchy" \
         "Pseudo-locked region in hierarchy" "$(cat $R/info/last_cmd_status)"
     rmdir $R/again
+fi
+
+# Unmounting resctrl while QEMU maps a region.  Linux 6.12 frees every
+# region at unmount, a mapped one too: QEMU's guest then runs on memory
+# the kernel gave back, so that is not tried here.  The host patches
+# leave a mapped region's memory to its last user.
+if [ "$(cmdline_arg orphan)" = freed ]; then
+    echo 'L2:0=00ff' >$R/schemata
+    pseudo_lock um 'L2:0=ff00'
+    start_qemu -object memory-backend-pseudolock,id=pl0,path=/dev/pseudo_lock/um
+    /rig/bin/pl-map -c "$cpus" -s "$size" -w 83 /dev/pseudo_lock/um >/dev/null
+    check "resctrl unmounts while QEMU maps region 'um'" umount $R
+    qmp "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": $((NODE1)), \"size\": $size, \"filename\": \"/tmp/node1\"}}" >/dev/null
+    check_eq "the guest's memory survives the unmount" "verified $size" \
+        "$(/rig/bin/pl-map -s "$size" -v 83 /tmp/node1)"
+    hmp=$(hmp_command "info pseudolock")
+    check "info pseudolock cannot tell whether it is locked" \
+        sh -c "echo '$hmp' | grep -q 'locked: unknown'"
+    stop_qemu
+    check_eq "QEMU quits normally" 0 $?
+    check "the region's device goes with QEMU's last reference" \
+        test ! -e /dev/pseudo_lock/um
+    mount -t resctrl resctrl $R
+    check "after a new mount no way is locked" \
+        sh -c "! grep -q P $R/info/L2/bit_usage"
+    echo 'L2:0=00ff' >$R/schemata
+    check "and a region can be locked again" pseudo_lock again 'L2:0=ff00'
+    rmdir $R/again
+else
+    skip "unmounting resctrl under a mapped region: Linux 6.12 frees its memory (the host patches keep it)"
 fi
 
 umount $R
