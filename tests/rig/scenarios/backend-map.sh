@@ -324,6 +324,30 @@ check "the next creator removes it" start_qemu -object $created
 check "(it is gone)" test ! -e "$R/$dropped"
 stop_qemu
 
+# /proc mounted with hidepid=invisible: a QEMU that may not look at
+# another user's processes cannot tell whether a root QEMU is gone, so
+# it must leave that QEMU's group alone and say so.  (resctrl is handed
+# to nobody for this, as a manager delegates it; nobody's QEMU then gets
+# as far as reclaiming before it is refused the cache.)
+start_qemu -object $created
+owner_pid=$qemu_pid
+owned=$(cd $R && ls -d qemu-pl-*-$owner_pid-*-pl0 2>/dev/null)
+mount -o remount,hidepid=invisible /proc
+chown nobody $R
+as_nobody "$QEMU -machine none -accel qtest -nodefaults -display none \
+    -object $created" 2>/tmp/hidepid.err
+chown 0 $R
+mount -o remount,hidepid=off /proc
+diag "$(grep -v 'TCG doesn' /tmp/hidepid.err)"
+check "under hidepid=, nobody's QEMU leaves a running root QEMU's group" \
+    test -n "$owned" -a -d "$R/$owned"
+check "and says it cannot tell whether that QEMU is gone" \
+    grep -q "left resctrl group $owned: cannot tell whether its QEMU (pid $owner_pid) is gone" \
+    /tmp/hidepid.err
+qmp '{"execute": "query-pseudolock"}' >/tmp/reply
+check "the root QEMU's region is still locked" grep -q '"locked": true' /tmp/reply
+stop_qemu
+
 # SIGTERM, as systemd or libvirt stop a VM: QEMU exits normally
 start_qemu -object $created
 group=$(cd $R && ls -d qemu-pl-*-$qemu_pid-*-pl0 2>/dev/null)
