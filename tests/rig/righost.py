@@ -56,6 +56,27 @@ class Host:
         line, self.buffer = self.buffer.split(b'\n', 1)
         return line.decode('utf-8', 'replace').rstrip('\r')
 
+    def wait_ready(self, timeout):
+        """Wait for the scenario's "ready", echoing its comments and
+        failures on the way."""
+        line = ''
+        while line != 'ready':
+            line = self.read_line(timeout)
+            if line.startswith(('#', 'not ok', 'Bail out')):
+                print(line, flush=True)
+
+    def relay_guest_tap(self, tap, timeout):
+        """Report the guest's own checks as @tap's, renumbered after
+        ours, up to the guest's plan."""
+        while True:
+            line = self.read_line(timeout)
+            if line.startswith(('ok ', 'not ok ')):
+                tap.ok(line.startswith('ok '), line.split(' - ', 1)[-1])
+            elif line.startswith('1..'):
+                return
+            else:
+                print(line, flush=True)
+
     def close(self, timeout=60):
         try:
             self.proc.wait(timeout)

@@ -50,11 +50,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         host = Host(args, tmp, 'host')
         try:
-            line = ''
-            while line != 'ready':
-                line = host.read_line(args.timeout)
-                if line.startswith(('#', 'not ok', 'Bail out')):
-                    print(line, flush=True)
+            host.wait_ready(args.timeout)
             absent = [c for c in host.qmp.cmd('query-hotpluggable-cpus')
                       if 'qom-path' not in c]
             tap.ok(len(absent) == 1, 'one vCPU slot is free',
@@ -84,15 +80,7 @@ def main():
                        f'vCPU 2: {masks[2]}\nvCPU 3: {masks[3]}')
             host.qmp.cmd('cont')
             host.report.sendall(b'go\n')
-            # The guest's own checks, renumbered after ours.
-            while True:
-                line = host.read_line(args.timeout)
-                if line.startswith(('ok ', 'not ok ')):
-                    tap.ok(line.startswith('ok '), line.split(' - ', 1)[-1])
-                elif line.startswith('1..'):
-                    break
-                else:
-                    print(line, flush=True)
+            host.relay_guest_tap(tap, args.timeout)
         finally:
             host.close()
     return tap.done()

@@ -90,11 +90,7 @@ def main():
         state = os.path.join(tmp, 'state')
         source = Host(args, tmp, 'source')
         try:
-            line = ''
-            while line != 'ready':
-                line = source.read_line(args.timeout)
-                if line.startswith(('#', 'not ok', 'Bail out')):
-                    print(line, flush=True)
+            source.wait_ready(args.timeout)
             status = migrate_to_file(source, state)
             tap.ok(status == 'completed', 'the source migrates to a file',
                 f'migration status {status}')
@@ -121,16 +117,7 @@ def main():
             tap.ok(status == 'running', 'the destination runs after loading',
                 f'status {status}')
             dest.report.sendall(b'go\n')
-            # The guest's own checks, renumbered after ours.
-            while True:
-                line = dest.read_line(args.timeout)
-                if line.startswith(('ok ', 'not ok ')):
-                    ok = line.startswith('ok ')
-                    tap.ok(ok, line.split(' - ', 1)[-1])
-                elif line.startswith('1..'):
-                    break
-                else:
-                    print(line, flush=True)
+            dest.relay_guest_tap(tap, args.timeout)
         finally:
             dest.close()
 
