@@ -8,6 +8,10 @@
 #   rig.closids=N        the CLOSID count the CPU was given
 #   rig.refuse_ways=N    optional: a region of N ways, over the stock
 #                        kernel's 4 MiB limit, must be refused
+#   rig.measure_unmount=1  optional: unmount resctrl while processes
+#                        write the region's pseudo_lock_measure file
+#                        (Linux 6.12 can deadlock there; the host
+#                        patches must not)
 
 level=$(cmdline_arg level)
 lock_ways=$(cmdline_arg lock_ways)
@@ -91,6 +95,35 @@ if [ -n "$refuse_ways" ]; then
     check "the refusal says the region exceeds the maximum size" \
         grep -q "exceeds maximum size" $R/info/last_cmd_status
     rmdir $R/big
+fi
+
+# Unmounting while the kernel's own measurement (debugfs) is asked for:
+# a writer holds its debugfs file while it waits for resctrl's mutex,
+# which the unmount holds; removing the region's debugfs directory under
+# that mutex would wait for the writer for ever.
+if [ "$(cmdline_arg measure_unmount)" = 1 ]; then
+    echo "$res:0=$default_mask" >$R/schemata
+    pseudo_lock m "$res:0=$lock_mask"
+    measure=/sys/kernel/debug/resctrl/m/pseudo_lock_measure
+    check "region m has a pseudo_lock_measure file" test -e $measure
+    writers=
+    for i in 1 2 3 4; do
+        sh -c "while echo 1 2>/dev/null >$measure; do :; done" &
+        writers="$writers $!"
+    done
+    sleep 1
+    umount $R &
+    unmount=$!
+    for i in $(seq 300); do
+        kill -0 $unmount 2>/dev/null || break
+        sleep 0.1
+    done
+    check_fails "resctrl unmounts within 30 s while 4 processes measure the region" \
+        kill -0 $unmount
+    kill $writers 2>/dev/null
+    wait $writers 2>/dev/null
+    check "the region's debugfs directory is gone" test ! -e /sys/kernel/debug/resctrl/m
+    check "resctrl mounts again" mount -t resctrl resctrl $R
 fi
 
 echo "$res:0=$(hex_mask "$cache_ways" 0)" >$R/schemata
