@@ -43,18 +43,30 @@ check "the fragmenting workload is in place" grep -q fragmented /tmp/fragment.ou
 diag "$(cat /tmp/fragment.out); MemFree $(meminfo_kb MemFree) kB"
 diag "buddyinfo before: $(grep -v 'zone *DMA ' /proc/buddyinfo)"
 
+# uptime_cs: the time since boot in hundredths of a second
+uptime_cs() {
+    awk '{ sub(/\./, "", $1); print $1 + 0 }' /proc/uptime
+}
+
+# Locking a region allocates it with rdtgroup_mutex and the CPU hot-plug
+# lock held (patch 0005), compaction and migration included: the
+# longest schemata write is how long other resctrl users can wait.
 free_before=$(free_kb)
-diag "$(printf '  %-8s %-12s %s' size locked 'failures (last_cmd_status)')"
+diag "$(printf '  %-8s %-14s %-14s %s' size locked 'longest lock' 'failures (last_cmd_status)')"
 for ways in $ways_list; do
     size=$((ways * way_size))
     locked=0
     bad=0
     failures=
+    longest=0
     i=0
     while [ $i -lt "$cycles" ]; do
         echo "L3:0=$(hex_mask $((cache_ways - ways)) 0)" >$R/schemata
+        start=$(uptime_cs)
         pseudo_lock big "L3:0=$(hex_mask "$ways" $((cache_ways - ways)))" \
             2>/dev/null
+        took=$(( $(uptime_cs) - start ))
+        [ $took -gt $longest ] && longest=$took
         if [ "$(cat $R/big/mode)" = pseudo-locked ]; then
             locked=$((locked + 1))
         else
@@ -69,8 +81,9 @@ for ways in $ways_list; do
         rmdir $R/big
         i=$((i + 1))
     done
-    diag "$(printf '  %-8s %-12s %s' "$((size >> 20)) MiB" \
-        "$locked/$cycles ($((locked * 100 / cycles)) %)" "${failures:--}")"
+    diag "$(printf '  %-8s %-14s %-14s %s' "$((size >> 20)) MiB" \
+        "$locked/$cycles ($((locked * 100 / cycles)) %)" \
+        "$((longest * 10)) ms" "${failures:--}")"
     check_eq "every failure to lock $((size >> 20)) MiB gave the kernel's reason" \
         0 $bad
 done
