@@ -233,8 +233,9 @@ bool resctrl_owner_self(ResctrlOwner *owner, Error **errp)
 
 /*
  * Whether the QEMU that created a group is provably gone: no process has
- * its pid (kill() says ESRCH), or the process that has it started at
- * another time (a reused pid).  Returns 1 if gone, 0 if it runs, and -1
+ * its pid (kill() says ESRCH), the process that has it started at
+ * another time (a reused pid), or it is a zombie (it exited, and its
+ * parent has not reaped it yet).  Returns 1 if gone, 0 if it runs, and -1
  * with @why set if that cannot be told: /proc hides the process
  * (hidepid=), or its stat file cannot be read or parsed.  A group whose
  * owner cannot be told dead must stay, because removing a live VM's
@@ -252,6 +253,7 @@ static int resctrl_owner_gone(const char *proc, const ResctrlOwner *o,
     g_autofree char *text = NULL;
     Error *err = NULL;
     uint64_t start_time;
+    char state;
 
     /* kill(0) and kill(-1) would probe groups of processes, not a pid */
     if (o->pid < 1 || o->pid > RESCTRL_PID_MAX) {
@@ -266,11 +268,16 @@ static int resctrl_owner_gone(const char *proc, const ResctrlOwner *o,
         error_free(err);
         return -1;
     }
-    if (!resctrl_parse_stat_start_time(text, &start_time)) {
+    if (!resctrl_parse_stat_start_time(text, &start_time) ||
+        !resctrl_parse_stat_state(text, &state)) {
         *why = g_strdup_printf("cannot parse %s", stat_path);
         return -1;
     }
-    return start_time != o->start_time;
+    /*
+     * A zombie has exited and closed its files, the device among them;
+     * only its parent has not reaped it yet
+     */
+    return start_time != o->start_time || state == 'Z' || state == 'X';
 }
 
 /*

@@ -464,6 +464,19 @@ bool resctrl_parse_stat_start_time(const char *text, uint64_t *start_time)
     return resctrl_parse_u64(fields[19], 10, start_time);
 }
 
+bool resctrl_parse_stat_state(const char *text, char *state)
+{
+    /* the state is the first field after "(comm) " */
+    const char *p = strrchr(text, ')');
+
+    if (!p || p[1] != ' ' || !g_ascii_isalpha(p[2]) ||
+        (p[3] != ' ' && p[3] != '\0' && p[3] != '\n')) {
+        return false;
+    }
+    *state = p[2];
+    return true;
+}
+
 bool resctrl_parse_lock_holder(const char *text, unsigned dev_major,
                                unsigned dev_minor, uint64_t ino,
                                int64_t *pid)

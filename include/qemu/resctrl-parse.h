@@ -235,6 +235,16 @@ bool resctrl_parse_devices_major(const char *text, const char *driver,
 bool resctrl_parse_stat_start_time(const char *text, uint64_t *start_time);
 
 /**
+ * resctrl_parse_stat_state: the state from a /proc/PID/stat line
+ * @text: the content of the file
+ * @state: on success, field 3: R, S, D, Z (a zombie, exited and not yet
+ *     reaped), X, ...
+ *
+ * Returns: true on success, false if @text is malformed.
+ */
+bool resctrl_parse_stat_state(const char *text, char *state);
+
+/**
  * resctrl_parse_lock_holder: who holds an exclusive flock(), from /proc/locks
  * @text: the content of /proc/locks
  * @dev_major: major number of the device of the locked file's file system

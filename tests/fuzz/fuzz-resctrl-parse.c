@@ -97,8 +97,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 #elif defined(FUZZ_PROC_STAT)
     uint64_t start_time;
+    char state;
 
     (void)resctrl_parse_stat_start_time(text, &start_time);
+    if (resctrl_parse_stat_state(text, &state) && !g_ascii_isalpha(state)) {
+        abort();
+    }
 #elif defined(FUZZ_PROC_LOCKS)
     int64_t pid;
 

@@ -15,18 +15,25 @@
 #include "qemu/resctrl-group.h"
 #include "resctrl-test-helpers.h"
 
-/* A fake /proc entry: PID/stat with @start_time, PID/ns/pid */
-static void put_proc(const char *root, unsigned pid, uint64_t start_time,
-                     const char *ns)
+/* A fake /proc entry: PID/stat with @state and @start_time, PID/ns/pid */
+static void put_proc_state(const char *root, unsigned pid, char state,
+                           uint64_t start_time, const char *ns)
 {
     g_autofree char *stat = g_strdup_printf("proc/%u/stat", pid);
     g_autofree char *ns_rel = g_strdup_printf("proc/%u/ns/pid", pid);
     g_autofree char *line = g_strdup_printf(
-        "%u (qemu (x)) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %" PRIu64
-        " 1 1\n", pid, start_time);
+        "%u (qemu (x)) %c 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %" PRIu64
+        " 1 1\n", pid, state, start_time);
 
     put_file(root, stat, line);
     put_file(root, ns_rel, ns);
+}
+
+/* The same for a sleeping process */
+static void put_proc(const char *root, unsigned pid, uint64_t start_time,
+                     const char *ns)
+{
+    put_proc_state(root, pid, 'S', start_time, ns);
 }
 
 static uint64_t inode_of(const char *root, const char *rel)
@@ -240,6 +247,9 @@ static void test_reclaim_dead_groups(void)
     unsigned me = getpid(), parent = getppid();
     ResctrlOwner self, other_ns;
     const char *live, *reused, *gone, *foreign, *hidden, *unreadable;
+    const char *zombie;
+    pid_t zombie_pid;
+    int status;
     g_autofree char *stat_dir = g_strdup_printf("proc/%u/stat", parent);
     g_autofree char *my_ns = g_strdup_printf("proc/%u/ns/pid", me);
     Error *err = NULL;
@@ -272,6 +282,19 @@ static void test_reclaim_dead_groups(void)
     put_dir(root, stat_dir);
     unreadable = resctrl_owned_group_name(
         &(ResctrlOwner) { self.pidns, parent, 1 }, "unreadable");
+    /*
+     * A QEMU that exited and whose parent has not reaped it yet: the pid
+     * still exists, but the process holds nothing any more
+     */
+    zombie_pid = fork();
+    if (zombie_pid == 0) {
+        _exit(0);
+    }
+    g_assert_cmpint(zombie_pid, >, 0);
+    put_proc_state(root, zombie_pid, 'Z', 77, "ns-a");
+    zombie = resctrl_owned_group_name(
+        &(ResctrlOwner) { self.pidns, zombie_pid, 77 }, "zombie");
+    put_dir(mnt, zombie);
     put_dir(mnt, live);
     put_dir(mnt, reused);
     put_dir(mnt, gone);
@@ -283,11 +306,14 @@ static void test_reclaim_dead_groups(void)
                                                  reclaimed, undecided,
                                                  &err));
     g_assert_null(err);
-    g_assert_cmpuint(reclaimed->len, ==, 2);
+    g_assert_cmpuint(reclaimed->len, ==, 3);
     g_assert_true(g_ptr_array_find_with_equal_func(reclaimed, reused,
                                                    g_str_equal, NULL));
     g_assert_true(g_ptr_array_find_with_equal_func(reclaimed, gone,
                                                    g_str_equal, NULL));
+    g_assert_true(g_ptr_array_find_with_equal_func(reclaimed, zombie,
+                                                   g_str_equal, NULL));
+    g_assert_cmpint(waitpid(zombie_pid, &status, 0), ==, zombie_pid);
     for (const char *const *n = (const char *const[]) {
              live, foreign, hidden, unreadable, "p0", "info", NULL };
          *n; n++) {
@@ -320,6 +346,7 @@ static void test_reclaim_dead_groups(void)
     g_free((char *)foreign);
     g_free((char *)hidden);
     g_free((char *)unreadable);
+    g_free((char *)zombie);
     tree_free(root);
 }
 

@@ -239,6 +239,22 @@ static void test_stat_start_time(void)
         "7 (a) S 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 x5 1\n", &t));
 }
 
+static void test_stat_state(void)
+{
+    char state = 0;
+
+    g_assert_true(resctrl_parse_stat_state(
+        "4242 (qemu-system-x86) Z 1 4242 4242 0 -1 4194560 9000 0 0 0\n",
+        &state));
+    g_assert_cmpint(state, ==, 'Z');
+    /* the name may look like a state of its own */
+    g_assert_true(resctrl_parse_stat_state("7 (a) S (b) R 1 7\n", &state));
+    g_assert_cmpint(state, ==, 'R');
+    g_assert_false(resctrl_parse_stat_state("7 (a S 1 2 3\n", &state));
+    g_assert_false(resctrl_parse_stat_state("7 (a) 1 2 3\n", &state));
+    g_assert_false(resctrl_parse_stat_state("7 (a) SR 1 2 3\n", &state));
+}
+
 static void test_lock_holder(void)
 {
     /* resctrl's root (0:37, inode 1) locked by 812, with a waiter */
@@ -405,6 +421,7 @@ int main(int argc, char **argv)
     g_test_add_func("/resctrl/parse/size", test_parse_size);
     g_test_add_func("/resctrl/parse/bit-usage", test_parse_bit_usage);
     g_test_add_func("/resctrl/owner/stat-start-time", test_stat_start_time);
+    g_test_add_func("/resctrl/owner/stat-state", test_stat_state);
     g_test_add_func("/resctrl/owner/group-name", test_owned_group_name);
     g_test_add_func("/resctrl/owner/lock-holder", test_lock_holder);
     g_test_add_func("/resctrl/parse/mountinfo", test_parse_mountinfo);

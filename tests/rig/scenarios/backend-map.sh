@@ -369,6 +369,32 @@ check "after reclaiming the dead QEMU's group" test ! -e "$R/$dead"
 check "and says so" grep -q "removed resctrl group $dead" /tmp/qemu.err
 stop_qemu
 
+# A QEMU killed while its parent does not reap it stays a zombie until
+# the parent does, but it has closed its region: the next creator
+# removes its group
+rm -f $QMP /tmp/zombie.pid
+sh -c "$QEMU $machine -object $created 2>/dev/null & echo \$! >/tmp/zombie.pid;
+    exec sleep 1000" &
+reaper=$!
+for i in $(seq 50); do [ -s /tmp/zombie.pid ] && break; sleep 0.1; done
+qemu_pid=$(cat /tmp/zombie.pid)
+wait_qmp
+zombie_pid=$qemu_pid
+zombie=$(cd $R && ls -d qemu-pl-*-$zombie_pid-*-pl0 2>/dev/null)
+kill -9 $zombie_pid
+for i in $(seq 50); do
+    [ "$(sed 's/.*) //' /proc/$zombie_pid/stat | cut -d' ' -f1)" = Z ] && break
+    sleep 0.1
+done
+check_eq "a killed QEMU whose parent does not reap it is a zombie" Z \
+    "$(sed 's/.*) //' /proc/$zombie_pid/stat | cut -d' ' -f1)"
+check "the next QEMU creates its region" start_qemu -object $created
+check "after removing the zombie's group" test -n "$zombie" -a ! -e "$R/$zombie"
+check "and says so" grep -q "removed resctrl group $zombie" /tmp/qemu.err
+stop_qemu
+kill $reaper
+wait $reaper 2>/dev/null
+
 # A dead QEMU's region that another process still claims (a child with
 # its descriptors, or a QEMU claiming it now) is in use: its group stays
 # until the claim is given up.  The next QEMU makes its region on cache 1.
