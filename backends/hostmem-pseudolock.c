@@ -284,6 +284,8 @@ static void pseudolock_backend_instance_finalize(Object *obj)
     migration_remove_notifier(&pl->migration_notifier);
     pseudolock_unmap(pl);
     pseudolock_region_remove(pl);
+    /* A group that had to stay, its region still mapped, is not ours now */
+    pseudolock_region_forget(pl);
     pseudolock_free_range(pl);
     g_free(pl->path);
     g_free(pl->group);

@@ -135,6 +135,14 @@ void pseudolock_region_remove(HostMemoryBackendPseudolock *pl)
     resctrl_unlock(lock_fd);
 }
 
+void pseudolock_region_forget(HostMemoryBackendPseudolock *pl)
+{
+    if (pl->created) {
+        QLIST_REMOVE(pl, created_next);
+        pl->created = false;
+    }
+}
+
 static void pseudolock_exit_notify(Notifier *n, void *data)
 {
     HostMemoryBackendPseudolock *pl, *next;

@@ -102,6 +102,16 @@ bool pseudolock_region_describe(HostMemoryBackendPseudolock *pl,
 void pseudolock_region_remove(HostMemoryBackendPseudolock *pl);
 
 /**
+ * pseudolock_region_forget: stop tracking the group that @pl created
+ * @pl: the backend, being finalized
+ *
+ * For a group that pseudolock_region_remove() had to leave because its
+ * region is still mapped: QEMU no longer removes it at exit, and the
+ * next QEMU that creates a region reclaims it once this one is gone.
+ */
+void pseudolock_region_forget(HostMemoryBackendPseudolock *pl);
+
+/**
  * pseudolock_region_locked: whether @pl's group is still pseudo-locked
  * @pl: a described backend
  * @locked: set on success: false once the group was removed under QEMU
