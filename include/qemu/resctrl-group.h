@@ -95,7 +95,8 @@ bool resctrl_owner_self(ResctrlOwner *owner, Error **errp);
  *
  * Removes every group named by resctrl_owned_group_name() whose owner is
  * in this process's PID namespace and provably no longer runs: no
- * process has its pid, or the one that has it started at another time.
+ * process has its pid, the one that has it started at another time, or
+ * it is a zombie that its parent has not reaped yet.
  * A group whose owner cannot be looked at (/proc mounted with hidepid=,
  * an unreadable stat file) stays, and so does one whose region another
  * process still claims (resctrl_region_claim()); so do groups of other
