@@ -19,14 +19,14 @@ DEMO_ARGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all qemu ours deps check demo bench fuzz clean help
+.PHONY: all qemu ours libvirt deps check demo bench fuzz clean help
 
 # What `make` builds of QEMU: the system emulator, and the storage daemon
 # that the rig runs as a vhost-user back end.  Other upstream targets
 # (qemu-img, the unit tests, ...) build on request: ninja -C build/qemu TARGET
 QEMU_TARGETS ?= qemu-system-x86_64 storage-daemon/qemu-storage-daemon
 
-all: ours
+all: ours libvirt
 
 # QEMU with the overlay and the patches
 qemu: $(B)/.configured deps
@@ -38,12 +38,23 @@ qemu: $(B)/.configured deps
 ours: qemu
 	@ninja -C $(B)/ours
 
+# The patched libvirt, installed into its staging prefix build/libvirt-root
+# (skipped when configured with --disable-libvirt).  meson-test-prereq: the
+# files libvirt's tests read that the default target does not build (its
+# ACL checks read the LXC driver's generated protocol even with LXC off).
+libvirt: $(B)/.configured deps
+	@if [ -f $(B)/libvirt/build.ninja ]; then \
+	    ninja -C $(B)/libvirt all meson-test-prereq && \
+	    meson install -C $(B)/libvirt --no-rebuild --only-changed --quiet; \
+	fi
+
 deps:
 	@scripts/install-deps
 
 # configure again when the pins, the patches or configure itself change;
 # config.status repeats the options of the last ./configure.
-$(B)/.configured: configure upstream.pins patches/series $(wildcard patches/*.patch) | deps
+$(B)/.configured: configure upstream.pins patches/series $(wildcard patches/*.patch) \
+		libvirt-patches/series $(wildcard libvirt-patches/*.patch) | deps
 	@if [ -x $(B)/config.status ]; then $(B)/config.status; \
 	 else ./configure --build-dir=$(B); fi
 	@touch $@

@@ -17,7 +17,8 @@ import tempfile
 from taplib import Tap
 
 TOP = os.environ['QEMU_PSEUDOLOCK_TOP']
-ENTRY_POINTS = ['configure', 'upstream.pins', 'scripts', 'patches']
+ENTRY_POINTS = ['configure', 'upstream.pins', 'scripts', 'patches',
+                'libvirt-patches']
 
 
 def scratch_copy(tmp):
@@ -44,10 +45,10 @@ def configure(tree):
                           timeout=600, check=False)
 
 
-def test_checksum_mismatch(tap, tmp):
+def test_checksum_mismatch(tap, tmp, pin, tarball_re):
     tree = scratch_copy(tmp)
     pins_path = os.path.join(tree, 'upstream.pins')
-    good = read_pins(tree)['QEMU_ORIG_SHA256']
+    good = read_pins(tree)[pin]
     bad = ('0' if good[0] != '0' else '1') + good[1:]
     with open(pins_path, encoding='utf-8') as f:
         text = f.read()
@@ -56,21 +57,22 @@ def test_checksum_mismatch(tap, tmp):
 
     res = configure(tree)
     out = res.stderr
-    tap.ok(res.returncode != 0, 'a wrong QEMU_ORIG_SHA256 stops configure',
+    tap.ok(res.returncode != 0, f'a wrong {pin} stops configure',
            f'exit status {res.returncode}\n{out}')
-    tap.ok(bad in out and good in out,
-           'the message gives the pinned and the actual checksum', out)
-    tap.ok(re.search(r'checksum mismatch for \S+qemu_\S+\.orig\.tar\.xz', out)
+    tap.ok(bad in out and good in out and pin in out,
+           f'the message gives the pin {pin}, its checksum and the actual one',
+           out)
+    tap.ok(re.search(r'checksum mismatch for \S+' + tarball_re, out)
            is not None, 'the message names the tarball', out)
-    tap.ok(not os.path.exists(os.path.join(tree, 'build', 'qemu-src')),
-           'nothing is unpacked from a tarball that failed the check')
+    tap.ok(not os.path.exists(os.path.join(tree, 'build', 'src')),
+           'nothing is unpacked when a tarball fails the check')
 
 
-def test_conflicting_patch(tap, tmp):
+def test_conflicting_patch(tap, tmp, patch_dir, build_subdir):
     tree = scratch_copy(tmp)
     patch = 'test-conflict-with-upstream.patch'
-    # Context that upstream's meson.build does not have.
-    with open(os.path.join(tree, 'patches', patch), 'w',
+    # Context that upstream's meson.build (QEMU's and libvirt's) lacks.
+    with open(os.path.join(tree, patch_dir, patch), 'w',
               encoding='utf-8') as f:
         f.write('From 0000000000000000000000000000000000000000 Mon Sep 17 '
                 '00:00:00 2001\n'
@@ -86,27 +88,36 @@ def test_conflicting_patch(tap, tmp):
                 '+so the hunk cannot apply\n'
                 ' nor this one\n'
                 '-- \n2.39.5\n\n')
-    with open(os.path.join(tree, 'patches', 'series'), 'a',
+    with open(os.path.join(tree, patch_dir, 'series'), 'a',
               encoding='utf-8') as f:
         f.write(patch + '\n')
 
     res = configure(tree)
     out = res.stderr
-    tap.ok(res.returncode != 0, 'a patch that does not apply stops configure',
+    tap.ok(res.returncode != 0,
+           f'a patch in {patch_dir}/ that does not apply stops configure',
            f'exit status {res.returncode}\n{out}')
-    tap.ok(f'patch {patch}' in out, 'the message names the patch', out)
+    tap.ok(f'patch {patch}' in out and f'{patch_dir}/series' in out,
+           'the message names the patch and its series', out)
     tap.ok('meson.build:1' in out, 'the message names the failing hunk', out)
-    tap.ok(not os.path.exists(os.path.join(tree, 'build', 'qemu')),
-           'QEMU is not configured from a half-patched tree')
+    tap.ok(not os.path.exists(os.path.join(tree, 'build', build_subdir)),
+           f'{build_subdir} is not configured from a half-patched tree')
 
 
 def main():
     tap = Tap()
     with tempfile.TemporaryDirectory() as tmp:
-        os.mkdir(os.path.join(tmp, 'a'))
-        os.mkdir(os.path.join(tmp, 'b'))
-        test_checksum_mismatch(tap, os.path.join(tmp, 'a'))
-        test_conflicting_patch(tap, os.path.join(tmp, 'b'))
+        cases = [
+            (test_checksum_mismatch, 'QEMU_ORIG_SHA256', r'qemu_\S+\.orig\.tar\.xz'),
+            (test_checksum_mismatch, 'LIBVIRT_ORIG_SHA256',
+             r'libvirt_\S+\.orig\.tar\.xz'),
+            (test_conflicting_patch, 'patches', 'qemu'),
+            (test_conflicting_patch, 'libvirt-patches', 'libvirt'),
+        ]
+        for n, (case, *args) in enumerate(cases):
+            scratch = os.path.join(tmp, str(n))
+            os.mkdir(scratch)
+            case(tap, scratch, *args)
     return tap.done()
 
 
