@@ -111,6 +111,28 @@ check "and the allocation control resctrl offers (a way of 128 KiB)" \
     grep -q "<control granularity='128' unit='KiB' type='both' maxAllocs='8'/>" /tmp/caps.xml
 grep -q "<control" /tmp/caps.xml || diag "$(sed -n '/<cache>/,/<\/cache>/p' /tmp/caps.xml)"
 
+# What each bank offers for pseudo-locking, from resctrl's bit_usage: a
+# way of 128 KiB, and nothing free while the default group holds every way
+sed -n "/<bank id='0' level='2'/,/<\/bank>/p" /tmp/caps.xml >/tmp/bank0.xml
+check "bank 0 can pseudo-lock ways of 128 KiB, none free yet" \
+    grep -q "<pseudolock granularity='128' maxSize='0' unit='KiB'/>" /tmp/bank0.xml
+# The default group shrunk to ways 0-7 on both caches, and ways 8-15 of
+# cache 0 pseudo-locked: bank 0 shows the 1 MiB region, bank 1 its eight
+# free ways
+echo 'L2:0=00ff;1=00ff' >$R/schemata
+pseudo_lock p0 'L2:0=ff00'
+$virsh capabilities >/tmp/caps.xml 2>&1
+sed -n "/<bank id='0' level='2'/,/<\/bank>/p" /tmp/caps.xml >/tmp/bank0.xml
+check "with p0 locked, bank 0 has no free ways" \
+    grep -q "<pseudolock granularity='128' maxSize='0' unit='KiB'>" /tmp/bank0.xml
+check "and reports the 1 MiB region" \
+    grep -q "<region size='1024' unit='KiB'/>" /tmp/bank0.xml
+check "and bank 1 a free run of 1 MiB" \
+    grep -q "<pseudolock granularity='128' maxSize='1024' unit='KiB'/>" /tmp/caps.xml
+grep -q "<region" /tmp/caps.xml || diag "$(sed -n '/<cache>/,/<\/cache>/p' /tmp/caps.xml)"
+rmdir $R/p0
+echo 'L2:0=ffff;1=ffff' >$R/schemata
+
 $virsh domcapabilities --virttype qemu >/tmp/domcaps.xml 2>&1
 check "virsh domcapabilities probes the fork's QEMU" \
     grep -q "<path>/usr/bin/qemu-system-x86_64</path>" /tmp/domcaps.xml
