@@ -4,6 +4,7 @@
 # the kernel command line.
 
 rig_test_count=0
+rig_failed_count=0
 
 ok() {
     rig_test_count=$((rig_test_count + 1))
@@ -12,6 +13,7 @@ ok() {
 
 not_ok() {
     rig_test_count=$((rig_test_count + 1))
+    rig_failed_count=$((rig_failed_count + 1))
     echo "not ok $rig_test_count - $*"
 }
 

@@ -280,5 +280,14 @@ check "QEMU removed the regions' groups" \
     sh -c "! ls -d $R/qemu-pl-*-$qemu_pid-* 2>/dev/null"
 diag "bit_usage now: $(cat $R/info/L$level/bit_usage)   (0: no group uses the way)"
 
+# What the guest and QEMU said last, for a failure seen only in CI
+if [ $rig_failed_count -gt 0 ]; then
+    for f in guest-console.log guest.out qemu.err; do
+        [ -s $T/$f ] || continue
+        diag "the end of $f:"
+        tail -n 25 $T/$f | tr -d '\r' | while read -r line; do diag "    $line"; done
+    done
+fi
+
 restore_host
 done_testing
