@@ -207,6 +207,242 @@ check_eq "virsh undefine removes it" 0 $?
 check_eq "no resctrl group is left" "" \
     "$(find $R -mindepth 1 -maxdepth 1 -type d ! -name info ! -name mon_groups ! -name mon_data)"
 
+# --- a NUMA node that is a pseudo-locked region ---------------------------
+
+# rtpl: 768 KiB, six ways of L2 cache 0 (CPUs 0-1): whole ways, which
+# libvirt must not round to the 1 MiB of other NUMA nodes
+echo 'L2:0=00ff;1=00ff' >$R/schemata
+pseudo_lock rtpl 'L2:0=fc00'
+check_eq "the host pseudo-locked rtpl: 768 KiB on L2 cache 0" \
+    "pseudo-locked 786432" "$(cat $R/rtpl/mode) $(sed -n 's/^ *L2:0=\([0-9]*\).*/\1/p' $R/rtpl/size)"
+
+# region_mode: the mode of group rtpl, "pseudo-locked" while it holds
+region_mode() {
+    cat $R/rtpl/mode 2>/dev/null
+}
+
+# pl_domain NAME PATH SIZE_KIB: a domain whose node 1 is the region at
+# PATH, with HMAT figures that make it the fast node, and the emulator
+# and vCPU on the cache's CPUs (the kernel maps a region only for a
+# thread that runs there)
+pl_domain() {
+    cat <<EOF
+<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='KiB'>$((65536 + $3))</memory>
+  <vcpu placement='static' cpuset='0-1'>1</vcpu>
+  <cputune>
+    <emulatorpin cpuset='0-1'/>
+  </cputune>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+  </os>
+  <cpu>
+    <numa>
+      <cell id='0' cpus='0' memory='65536' unit='KiB'/>
+      <cell id='1' memory='$3' unit='KiB'/>
+      <interconnects>
+        <latency initiator='0' target='0' type='access' value='100'/>
+        <latency initiator='0' target='1' type='access' value='10'/>
+      </interconnects>
+    </numa>
+  </cpu>
+  <devices>
+    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+    <controller type='usb' model='none'/>
+    <memballoon model='none'/>
+    <memory model='pseudolock'>
+      <source>
+        <path>$2</path>
+      </source>
+      <target>
+        <size unit='KiB'>$3</size>
+        <node>1</node>
+      </target>
+    </memory>
+  </devices>
+</domain>
+EOF
+}
+
+pl_domain rtpl /dev/pseudo_lock/rtpl 768 |
+    sed "s|<size unit='KiB'>768<|<size unit='KiB'>1024<|" >/tmp/rtpl-bad.xml
+$virsh define /tmp/rtpl-bad.xml >/tmp/define.out 2>&1
+check_fails "virsh define refuses a region of another size than its node" \
+    $virsh dominfo rtpl
+check "saying which sizes differ" \
+    grep -q "differs from the memory of guest NUMA node 1" /tmp/define.out
+diag "$(cat /tmp/define.out)"
+
+# A node larger than the region: QEMU finds out, and says so
+pl_domain rtbig /dev/pseudo_lock/rtpl 1024 >/tmp/rtbig.xml
+$virsh define /tmp/rtbig.xml >/dev/null 2>&1
+$virsh start rtbig >/tmp/start.out 2>&1
+check "a node larger than the region does not start: $(grep -o 'qemu-system-x86_64: .*' /tmp/start.out | head -n 1)" \
+    grep -q "is larger than the pseudo-locked region 'rtpl' (768 KiB)" /tmp/start.out
+$virsh undefine rtbig >/dev/null 2>&1
+
+pl_domain rtpl /dev/pseudo_lock/rtpl 768 >/tmp/rtpl.xml
+$virsh define /tmp/rtpl.xml >/tmp/define.out 2>&1
+check_eq "virsh define takes a domain whose node 1 is the region" 0 $?
+$virsh dumpxml --inactive rtpl >/tmp/rtpl-dump.xml 2>&1
+check "its XML keeps the region's device" \
+    grep -q "<path>/dev/pseudo_lock/rtpl</path>" /tmp/rtpl-dump.xml
+check "and node 1's 768 KiB, not rounded to 1 MiB" \
+    grep -q "<cell id='1' memory='768' unit='KiB'/>" /tmp/rtpl-dump.xml
+
+$virsh start rtpl >/tmp/start.out 2>&1
+rc=$?
+check_eq "virsh start runs it" 0 $rc
+[ $rc = 0 ] || diag "$(cat /tmp/start.out; tail -n 20 "$P/var/log/libvirt/qemu/rtpl.log" 2>/dev/null)"
+pid=$(domain_pid rtpl)
+tr '\0' ' ' </proc/$pid/cmdline >/tmp/rtpl.cmdline 2>/dev/null
+check "libvirt passed the region to QEMU as a descriptor (-add-fd)" \
+    grep -q -- "-add-fd set=[0-9]*,fd=[0-9]*,opaque=pseudolock0" /tmp/rtpl.cmdline
+check "and node 1's backend maps it as /dev/fdset/N" \
+    grep -q '"qom-type":"memory-backend-pseudolock","id":"ram-node1","path":"/dev/fdset/[0-9]*","size":786432' \
+    /tmp/rtpl.cmdline
+grep -q pseudolock /tmp/rtpl.cmdline || diag "$(cat /tmp/rtpl.cmdline)"
+check "-m is the nodes' sum exactly, 66304 KiB" grep -q -- "-m size=66304k" /tmp/rtpl.cmdline
+check_eq "QEMU runs as nobody" "$QEMU_UID" \
+    "$(awk '/^Uid:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)"
+check "in a private /dev without /dev/pseudo_lock" \
+    sh -c "[ -c /proc/$pid/root/dev/null ] && ! [ -e /proc/$pid/root/dev/pseudo_lock ]"
+$virsh qemu-monitor-command rtpl '{"execute": "query-pseudolock"}' >/tmp/ql.out 2>&1
+diag "query-pseudolock: $(cat /tmp/ql.out)"
+check "QEMU maps all of region rtpl as node 1's memory" \
+    sh -c 'grep -q "\"group\":\"rtpl\"" /tmp/ql.out &&
+           grep -q "\"mapped-size\":786432" /tmp/ql.out &&
+           grep -q "\"id\":\"ram-node1\"" /tmp/ql.out'
+check "and finds it locked" grep -q '"locked":true' /tmp/ql.out
+$virsh qemu-monitor-command --hmp rtpl 'info numa' >/tmp/numa.out 2>&1
+diag "info numa: $(tr '\n' ';' </tmp/numa.out)"
+check "the guest has 2 NUMA nodes" grep -q "^2 nodes" /tmp/numa.out
+
+# A second domain on the same region: QEMU refuses it, and neither the
+# region nor the running domain is touched
+sed -e 's|<name>rtpl<|<name>rtpl2<|' /tmp/rtpl.xml >/tmp/rtpl2.xml
+$virsh define /tmp/rtpl2.xml >/dev/null 2>&1
+$virsh start rtpl2 >/tmp/start2.out 2>&1
+check_fails "a second domain cannot start on the same region" \
+    sh -c "$virsh domstate rtpl2 2>&1 | grep -q running"
+diag "$(grep -o 'error:.*' /tmp/start2.out | head -n 3)"
+check "rtpl still runs" sh -c "$virsh domstate rtpl | grep -q running"
+check_eq "and the region is still locked" pseudo-locked "$(region_mode)"
+$virsh undefine rtpl2 >/dev/null 2>&1
+
+$virsh destroy rtpl >/dev/null 2>&1
+check "virsh destroy stops it" wait_for 10 sh -c "! [ -d /proc/$pid ]"
+check_eq "the region is the host's, and stays locked" pseudo-locked "$(region_mode)"
+$virsh undefine rtpl >/dev/null 2>&1
+
+# A path that is not a region's device
+pl_domain rtnull /dev/null 768 >/tmp/rtnull.xml
+$virsh define /tmp/rtnull.xml >/dev/null 2>&1
+$virsh start rtnull >/tmp/start.out 2>&1
+check "a domain whose region is /dev/null does not start: $(grep -o 'qemu-system-x86_64: .*' /tmp/start.out | head -n 1)" \
+    grep -q "is not a pseudo-locked region" /tmp/start.out
+$virsh undefine rtnull >/dev/null 2>&1
+
+check "the host removes its region once no domain uses it" rmdir $R/rtpl
+
+# --- a region libvirt creates ----------------------------------------------
+
+# pl_cache_domain NAME SIZE_KIB [EMULATOR_CPUS]: pl_domain's layout, with
+# the region created by libvirt on L2 cache 0
+pl_cache_domain() {
+    pl_domain "$1" /dev/null "$2" |
+        sed -e "s|<path>/dev/null</path>|<cache id='0' level='2'/>|" \
+            -e "s|<emulatorpin cpuset='0-1'/>|<emulatorpin cpuset='${3:-0-1}'/>|"
+}
+
+# groups: the resctrl groups there are, besides the default one
+groups() {
+    find $R -mindepth 1 -maxdepth 1 -type d ! -name info ! -name mon_groups ! -name mon_data |
+        sed 's|.*/||' | sort | tr '\n' ' '
+}
+
+# Ways 8-15 of cache 0 are free (the default group has ways 0-7)
+pl_cache_domain rtcache 768 >/tmp/rtcache.xml
+$virsh define /tmp/rtcache.xml >/tmp/define.out 2>&1
+check_eq "virsh define takes a domain whose node 1 libvirt creates on L2 cache 0" 0 $?
+$virsh start rtcache >/tmp/start.out 2>&1
+rc=$?
+check_eq "virsh start runs it" 0 $rc
+[ $rc = 0 ] || diag "$(cat /tmp/start.out; tail -n 20 "$P/var/log/libvirt/qemu/rtcache.log" 2>/dev/null)"
+pid=$(domain_pid rtcache)
+$virsh dumpxml rtcache >/tmp/rtcache-live.xml 2>&1
+group=$(sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p' /tmp/rtcache-live.xml)
+diag "live XML: $(sed -n "/<memory model='pseudolock'>/,/<\/memory>/p" /tmp/rtcache-live.xml | tr -s ' ' | tr -d '\n')"
+check "the live XML names the region's device, /dev/pseudo_lock/$group" \
+    sh -c "[ -n '$group' ] && [ -c '/dev/pseudo_lock/$group' ]"
+check_eq "libvirt locked 768 KiB in group $group" \
+    "pseudo-locked 786432" \
+    "$(cat $R/$group/mode 2>&1) $(sed -n 's/^ *L2:0=\([0-9]*\).*/\1/p' $R/$group/size)"
+check "in the six highest free ways" \
+    sh -c "tr -d ' ' <$R/$group/schemata | grep -q '^L2:0=fc00'"
+diag "schemata of $group: $(cat $R/$group/schemata 2>&1 | tr -d ' ' | tr '\n' ' '); bit_usage: $(cat $R/info/L2/bit_usage)"
+$virsh qemu-monitor-command rtcache '{"execute": "query-pseudolock"}' >/tmp/ql.out 2>&1
+check "QEMU maps all of it as node 1's memory" \
+    sh -c "grep -q '\"group\":\"$group\"' /tmp/ql.out && grep -q '\"mapped-size\":786432' /tmp/ql.out"
+grep -q mapped-size /tmp/ql.out || diag "query-pseudolock: $(cat /tmp/ql.out)"
+
+# The daemon killed: the region stays the domain's, and destroy after the
+# restart still removes it
+kill -9 $daemon_pid
+sleep 1
+rm -f /run/virtqemud.pid
+start_daemon
+check "after the daemon's SIGKILL and restart, rtcache still runs" \
+    sh -c "$virsh domstate rtcache 2>&1 | grep -q running"
+check_eq "with its region" pseudo-locked "$(cat $R/$group/mode 2>&1)"
+$virsh destroy rtcache >/dev/null 2>&1
+check "virsh destroy stops it" wait_for 10 sh -c "! [ -d /proc/$pid ]"
+check "and removes the region libvirt created" wait_for 5 sh -c "! [ -d $R/$group ]"
+
+# QEMU killed behind libvirt's back: libvirt sees it die and removes the
+# region too
+$virsh start rtcache >/dev/null 2>&1
+pid=$(domain_pid rtcache)
+group=$($virsh dumpxml rtcache 2>/dev/null | sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p')
+check "started again, with region $group" sh -c "[ -n '$group' ] && [ -d '$R/$group' ]"
+kill -9 $pid
+check "after QEMU's SIGKILL, libvirt marks rtcache shut off" \
+    wait_for 15 sh -c "$virsh domstate rtcache 2>&1 | grep -q 'shut off'"
+check "and removes its region" wait_for 5 sh -c "! [ -d $R/$group ]"
+
+# Bad input: nothing is left behind
+groups_before=$(groups)
+pl_cache_domain rtbig 1152 >/tmp/rtbig.xml
+$virsh define /tmp/rtbig.xml >/dev/null 2>&1
+$virsh start rtbig >/tmp/start.out 2>&1
+check "nine ways, when eight are free, are refused: $(grep -o 'error:.*' /tmp/start.out | tail -n 1)" \
+    grep -q "has no 9 free ways in a row" /tmp/start.out
+$virsh undefine rtbig >/dev/null 2>&1
+pl_cache_domain rtodd 700 >/tmp/rtodd.xml
+$virsh define /tmp/rtodd.xml >/dev/null 2>&1
+$virsh start rtodd >/tmp/start.out 2>&1
+check "700 KiB, not whole ways, is refused: $(grep -o 'error:.*' /tmp/start.out | tail -n 1)" \
+    grep -q "is not whole ways of L2 cache 0, whose ways are 128 KiB each" /tmp/start.out
+$virsh undefine rtodd >/dev/null 2>&1
+pl_cache_domain rtpin 768 0-3 >/tmp/rtpin.xml
+$virsh define /tmp/rtpin.xml >/dev/null 2>&1
+$virsh start rtpin >/tmp/start.out 2>&1
+check "an emulator pinned to CPUs 0-3, beyond the cache's, is refused: $(grep -o 'error:.*' /tmp/start.out | tail -n 1)" \
+    grep -q "allows only on the cache's CPUs 0-1" /tmp/start.out
+$virsh undefine rtpin >/dev/null 2>&1
+sed -e "s|<cache id='0' level='2'/>|<cache id='7' level='2'/>|" /tmp/rtcache.xml |
+    sed -e 's|<name>rtcache<|<name>rtnobank<|' >/tmp/rtnobank.xml
+$virsh define /tmp/rtnobank.xml >/dev/null 2>&1
+$virsh start rtnobank >/tmp/start.out 2>&1
+check "a cache the host does not have is refused: $(grep -o 'error:.*' /tmp/start.out | tail -n 1)" \
+    grep -q "the host has no L2 cache 7" /tmp/start.out
+$virsh undefine rtnobank >/dev/null 2>&1
+check_eq "no resctrl group is left by the failed starts" "$groups_before" "$(groups)"
+$virsh undefine rtcache >/dev/null 2>&1
+
+echo 'L2:0=ffff;1=ffff' >$R/schemata
+
 kill $daemon_pid 2>/dev/null
 umount $R
 done_testing
