@@ -60,6 +60,19 @@ domain_pid() {
     cat "$P/var/run/libvirt/qemu/$1.pid" 2>/dev/null
 }
 
+# define_start NAME XML WHAT: virsh define XML (a domain that is WHAT)
+# and virsh start NAME, one check each; pid is then its QEMU's
+define_start() {
+    $virsh define "$2" >/tmp/define.out 2>&1
+    check_eq "virsh define takes $3" 0 $?
+    $virsh start "$1" >/tmp/start.out 2>&1
+    rc=$?
+    check_eq "virsh start runs it" 0 $rc
+    [ $rc = 0 ] || diag "$(cat /tmp/define.out /tmp/start.out
+                            tail -n 20 "$P/var/log/libvirt/qemu/$1.log" 2>/dev/null)"
+    pid=$(domain_pid "$1")
+}
+
 if ! [ -x "$P/sbin/virtqemud" ]; then
     echo "Bail out! no libvirt at '$P' in the initramfs"
     return 0
@@ -155,14 +168,7 @@ cat >/tmp/rt0.xml <<EOF
   </devices>
 </domain>
 EOF
-$virsh define /tmp/rt0.xml >/tmp/define.out 2>&1
-check_eq "virsh define takes the domain" 0 $?
-$virsh start rt0 >/tmp/start.out 2>&1
-rc=$?
-check_eq "virsh start runs it" 0 $rc
-[ $rc = 0 ] || diag "$(cat /tmp/start.out; tail -n 20 "$P/var/log/libvirt/qemu/rt0.log" 2>/dev/null)"
-
-pid=$(domain_pid rt0)
+define_start rt0 /tmp/rt0.xml "the domain"
 if [ -z "$pid" ] || ! [ -d "/proc/$pid" ]; then
     not_ok "libvirt knows its running QEMU's pid"
     done_testing
@@ -274,28 +280,42 @@ check "saying which sizes differ" \
     grep -q "differs from the memory of guest NUMA node 1" /tmp/define.out
 diag "$(cat /tmp/define.out)"
 
-# A node larger than the region: QEMU finds out, and says so
+# start_fails NAME XML PATTERN WHAT: a domain that virsh defines but
+# does not start, with an error matching PATTERN; undefined again
+start_fails() {
+    $virsh define "$2" >/dev/null 2>&1
+    $virsh start "$1" >/tmp/start.out 2>&1
+    check "$4: $(grep -o 'error: [^:]*: .*' /tmp/start.out | tail -n 1)" \
+        grep -q "$3" /tmp/start.out
+    $virsh undefine "$1" >/dev/null 2>&1
+}
+
+# A node larger than the region, the emulator or the node's vCPU pinned
+# beyond the cache's CPUs: libvirt checks before QEMU runs
 pl_domain rtbig /dev/pseudo_lock/rtpl 1024 >/tmp/rtbig.xml
-$virsh define /tmp/rtbig.xml >/dev/null 2>&1
-$virsh start rtbig >/tmp/start.out 2>&1
-check "a node larger than the region does not start: $(grep -o 'qemu-system-x86_64: .*' /tmp/start.out | head -n 1)" \
-    grep -q "is larger than the pseudo-locked region 'rtpl' (768 KiB)" /tmp/start.out
-$virsh undefine rtbig >/dev/null 2>&1
+start_fails rtbig /tmp/rtbig.xml \
+    "region 'rtpl' is 768 KiB, and memory device 'pseudolock0' 1024 KiB" \
+    "a node larger than the region does not start"
+pl_domain rtpin /dev/pseudo_lock/rtpl 768 |
+    sed "s|<emulatorpin cpuset='0-1'/>|<emulatorpin cpuset='2'/>|" >/tmp/rtpin.xml
+start_fails rtpin /tmp/rtpin.xml "which Linux allows only on the cache's CPUs 0-1" \
+    "nor one whose emulator runs on CPU 2"
+pl_domain rtvcpu /dev/pseudo_lock/rtpl 768 |
+    sed -e "s|cpuset='0-1'>1</vcpu>|cpuset='0-1'>2</vcpu>|" \
+        -e "s|<cell id='1' memory|<cell id='1' cpus='1' memory|" \
+        -e "s|<emulatorpin cpuset='0-1'/>|<vcpupin vcpu='1' cpuset='3'/><emulatorpin cpuset='0-1'/>|" \
+        >/tmp/rtvcpu.xml
+start_fails rtvcpu /tmp/rtvcpu.xml \
+    "vCPU 1 of guest NUMA node 1 is pinned outside CPUs 0-1 of L2 cache 0" \
+    "nor one whose node-1 vCPU is pinned to CPU 3"
 
 pl_domain rtpl /dev/pseudo_lock/rtpl 768 >/tmp/rtpl.xml
-$virsh define /tmp/rtpl.xml >/tmp/define.out 2>&1
-check_eq "virsh define takes a domain whose node 1 is the region" 0 $?
+define_start rtpl /tmp/rtpl.xml "a domain whose node 1 is the region"
 $virsh dumpxml --inactive rtpl >/tmp/rtpl-dump.xml 2>&1
 check "its XML keeps the region's device" \
     grep -q "<path>/dev/pseudo_lock/rtpl</path>" /tmp/rtpl-dump.xml
 check "and node 1's 768 KiB, not rounded to 1 MiB" \
     grep -q "<cell id='1' memory='768' unit='KiB'/>" /tmp/rtpl-dump.xml
-
-$virsh start rtpl >/tmp/start.out 2>&1
-rc=$?
-check_eq "virsh start runs it" 0 $rc
-[ $rc = 0 ] || diag "$(cat /tmp/start.out; tail -n 20 "$P/var/log/libvirt/qemu/rtpl.log" 2>/dev/null)"
-pid=$(domain_pid rtpl)
 tr '\0' ' ' </proc/$pid/cmdline >/tmp/rtpl.cmdline 2>/dev/null
 check "libvirt passed the region to QEMU as a descriptor (-add-fd)" \
     grep -q -- "-add-fd set=[0-9]*,fd=[0-9]*,opaque=pseudolock0" /tmp/rtpl.cmdline
@@ -338,11 +358,8 @@ $virsh undefine rtpl >/dev/null 2>&1
 
 # A path that is not a region's device
 pl_domain rtnull /dev/null 768 >/tmp/rtnull.xml
-$virsh define /tmp/rtnull.xml >/dev/null 2>&1
-$virsh start rtnull >/tmp/start.out 2>&1
-check "a domain whose region is /dev/null does not start: $(grep -o 'qemu-system-x86_64: .*' /tmp/start.out | head -n 1)" \
-    grep -q "is not a pseudo-locked region" /tmp/start.out
-$virsh undefine rtnull >/dev/null 2>&1
+start_fails rtnull /tmp/rtnull.xml "'/dev/null' is not the device of a pseudo-locked region" \
+    "a domain whose region is /dev/null does not start"
 
 check "the host removes its region once no domain uses it" rmdir $R/rtpl
 
@@ -364,13 +381,7 @@ groups() {
 
 # Ways 8-15 of cache 0 are free (the default group has ways 0-7)
 pl_cache_domain rtcache 768 >/tmp/rtcache.xml
-$virsh define /tmp/rtcache.xml >/tmp/define.out 2>&1
-check_eq "virsh define takes a domain whose node 1 libvirt creates on L2 cache 0" 0 $?
-$virsh start rtcache >/tmp/start.out 2>&1
-rc=$?
-check_eq "virsh start runs it" 0 $rc
-[ $rc = 0 ] || diag "$(cat /tmp/start.out; tail -n 20 "$P/var/log/libvirt/qemu/rtcache.log" 2>/dev/null)"
-pid=$(domain_pid rtcache)
+define_start rtcache /tmp/rtcache.xml "a domain whose node 1 libvirt creates on L2 cache 0"
 $virsh dumpxml rtcache >/tmp/rtcache-live.xml 2>&1
 group=$(sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p' /tmp/rtcache-live.xml)
 diag "live XML: $(sed -n "/<memory model='pseudolock'>/,/<\/memory>/p" /tmp/rtcache-live.xml | tr -s ' ' | tr -d '\n')"
@@ -406,6 +417,22 @@ $virsh start rtcache >/dev/null 2>&1
 pid=$(domain_pid rtcache)
 group=$($virsh dumpxml rtcache 2>/dev/null | sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p')
 check "started again, with region $group" sh -c "[ -n '$group' ] && [ -d '$R/$group' ]"
+
+# Saving the domain's memory would write the region back from CPUs
+# outside its cache when it is loaded: libvirt refuses, and says why
+$virsh save rtcache /tmp/rtcache.save >/tmp/save.out 2>&1
+check "virsh save is refused: $(grep -o 'error:.*' /tmp/save.out | tail -n 1)" \
+    grep -q "node 1 is a pseudo-locked region: it cannot be migrated, saved or snapshotted" /tmp/save.out
+$virsh managedsave rtcache >/tmp/save.out 2>&1
+check "so is virsh managedsave" \
+    grep -q "node 1 is a pseudo-locked region" /tmp/save.out
+$virsh snapshot-create-as rtcache s1 --memspec file=/tmp/s1.mem,snapshot=external \
+    >/tmp/save.out 2>&1
+check "and a snapshot with the memory" \
+    grep -q "node 1 is a pseudo-locked region" /tmp/save.out
+grep -q "pseudo-locked" /tmp/save.out || diag "$(cat /tmp/save.out)"
+check "rtcache still runs, on its region" \
+    sh -c "$virsh domstate rtcache | grep -q running && [ -d '$R/$group' ]"
 kill -9 $pid
 check "after QEMU's SIGKILL, libvirt marks rtcache shut off" \
     wait_for 15 sh -c "$virsh domstate rtcache 2>&1 | grep -q 'shut off'"
