@@ -150,6 +150,10 @@ $virsh domcapabilities --virttype qemu >/tmp/domcaps.xml 2>&1
 check "virsh domcapabilities probes the fork's QEMU" \
     grep -q "<path>/usr/bin/qemu-system-x86_64</path>" /tmp/domcaps.xml
 grep -q "<path>" /tmp/domcaps.xml || diag "$(head -n 20 /tmp/domcaps.xml)"
+sed -n "/<memory supported='yes'>/,/<\/memory>/p" /tmp/domcaps.xml >/tmp/domcaps-memory.xml
+check "and lists its memory device models, pseudolock among them" \
+    grep -q "<value>pseudolock</value>" /tmp/domcaps-memory.xml
+diag "memory models: $(sed -n 's|.*<value>\(.*\)</value>.*|\1|p' /tmp/domcaps-memory.xml | tr '\n' ' ')"
 
 # --- a domain, under libvirt's conditions ----------------------------------
 
