@@ -472,6 +472,101 @@ $virsh undefine rtnobank >/dev/null 2>&1
 check_eq "no resctrl group is left by the failed starts" "$groups_before" "$(groups)"
 $virsh undefine rtcache >/dev/null 2>&1
 
+# --- the real-time guest of make demo, from domain XML ---------------------
+
+# The rig's real-time guest (rt-guest/init) booted by libvirt: node 0 has
+# the vCPUs and 64 MiB, node 1 is a 768 KiB region libvirt creates, node
+# 2 takes the firmware's tables at the top of RAM so that all of node 1
+# is the guest's; HMAT makes node 1 the fast one, which needs ACPI.  The
+# guest reports on its second serial port and powers off.
+guest_timeout=$(cmdline_arg guest_timeout)
+guest_timeout=${guest_timeout:-300}
+cat >/tmp/rtguest.xml <<EOF
+<domain type='qemu'>
+  <name>rtguest</name>
+  <memory unit='KiB'>70400</memory>
+  <vcpu placement='static' cpuset='0-1'>2</vcpu>
+  <cputune>
+    <emulatorpin cpuset='0-1'/>
+  </cputune>
+  <os>
+    <type arch='x86_64' machine='q35'>hvm</type>
+    <kernel>/rig/rt-guest/vmlinuz</kernel>
+    <initrd>/rig/rt-guest/initramfs.cpio.gz</initrd>
+    <cmdline>console=ttyS0 rt.bind=196608</cmdline>
+  </os>
+  <features>
+    <acpi/>
+  </features>
+  <cpu>
+    <numa>
+      <cell id='0' cpus='0-1' memory='65536' unit='KiB'/>
+      <cell id='1' memory='768' unit='KiB'/>
+      <cell id='2' memory='4096' unit='KiB'/>
+      <interconnects>
+        <latency initiator='0' target='0' type='access' value='100'/>
+        <latency initiator='0' target='1' type='access' value='10'/>
+        <latency initiator='0' target='2' type='access' value='100'/>
+        <bandwidth initiator='0' target='0' type='access' value='10485760' unit='KiB'/>
+        <bandwidth initiator='0' target='1' type='access' value='104857600' unit='KiB'/>
+        <bandwidth initiator='0' target='2' type='access' value='10485760' unit='KiB'/>
+      </interconnects>
+    </numa>
+  </cpu>
+  <on_poweroff>destroy</on_poweroff>
+  <devices>
+    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+    <controller type='usb' model='none'/>
+    <memballoon model='none'/>
+    <serial type='file'>
+      <source path='/tmp/rtguest-console.log'/>
+      <target port='0'/>
+    </serial>
+    <serial type='file'>
+      <source path='/tmp/rtguest.out'/>
+      <target port='1'/>
+    </serial>
+    <memory model='pseudolock'>
+      <source>
+        <cache id='0' level='2'/>
+      </source>
+      <target>
+        <size unit='KiB'>768</size>
+        <node>1</node>
+      </target>
+    </memory>
+  </devices>
+</domain>
+EOF
+diag "the domain XML:"
+diag "$(sed 's/^/    /' /tmp/rtguest.xml)"
+rm -f /tmp/rtguest.out /tmp/rtguest-console.log
+t_boot=$(date +%s)
+define_start rtguest /tmp/rtguest.xml "the real-time guest's domain"
+group=$($virsh dumpxml rtguest 2>/dev/null | sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p')
+while ! grep -q "^guest: done" /tmp/rtguest.out 2>/dev/null &&
+      [ "$(date +%s)" -lt $((t_boot + guest_timeout)) ] &&
+      $virsh domstate rtguest 2>/dev/null | grep -q running; do
+    sleep 1
+done
+check "the guest booted under libvirt and reported in $(($(date +%s) - t_boot)) s" \
+    grep -q "^guest: reported" /tmp/rtguest.out
+tr -d '\r' </tmp/rtguest.out 2>/dev/null | while read -r line; do diag "$line"; done
+check "the guest sees node 1 of 786432 bytes, the region" \
+    grep -q "^guest: node 1: CPUs '', present 786432 bytes" /tmp/rtguest.out
+lat0=$(sed -n 's/^node 0: read latency //p' /tmp/rtguest.out | tr -d '\r')
+lat1=$(sed -n 's/^node 1: read latency //p' /tmp/rtguest.out | tr -d '\r')
+check "HMAT makes node 1 faster to read (${lat1:-?} ns) than node 0 (${lat0:-?} ns)" \
+    test -n "$lat0" -a -n "$lat1" -a "${lat1:-0}" -lt "${lat0:-0}"
+check "a buffer bound to node 1 lands there and holds its pattern" \
+    grep -q "^bound 196608 bytes to node 1: all pages on node 1, pattern verified" /tmp/rtguest.out
+grep -q "^guest: reported" /tmp/rtguest.out 2>/dev/null ||
+    diag "guest console: $(tail -n 20 /tmp/rtguest-console.log 2>&1)"
+check "the guest powered off, and libvirt removed its region" \
+    wait_for 30 sh -c "$virsh domstate rtguest 2>&1 | grep -q 'shut off' && ! [ -d '$R/$group' ]"
+$virsh destroy rtguest >/dev/null 2>&1
+$virsh undefine rtguest >/dev/null 2>&1
+
 echo 'L2:0=ffff;1=ffff' >$R/schemata
 
 kill $daemon_pid 2>/dev/null
