@@ -60,6 +60,12 @@ domain_pid() {
     cat "$P/var/run/libvirt/qemu/$1.pid" 2>/dev/null
 }
 
+# resctrl_groups: the resctrl groups there are, besides the default one
+resctrl_groups() {
+    find $R -mindepth 1 -maxdepth 1 -type d ! -name info ! -name mon_groups ! -name mon_data |
+        sed 's|.*/||' | sort | tr '\n' ' '
+}
+
 # define_start NAME XML WHAT: virsh define XML (a domain that is WHAT)
 # and virsh start NAME, one check each; pid is then its QEMU's
 define_start() {
@@ -215,7 +221,7 @@ check "and its QEMU is gone" wait_for 10 sh -c "! [ -d /proc/$pid ]"
 $virsh undefine rt0 >/dev/null 2>&1
 check_eq "virsh undefine removes it" 0 $?
 check_eq "no resctrl group is left" "" \
-    "$(find $R -mindepth 1 -maxdepth 1 -type d ! -name info ! -name mon_groups ! -name mon_data)"
+    "$(resctrl_groups)"
 
 # --- a NUMA node that is a pseudo-locked region ---------------------------
 
@@ -377,12 +383,6 @@ pl_cache_domain() {
             -e "s|<emulatorpin cpuset='0-1'/>|<emulatorpin cpuset='${3:-0-1}'/>|"
 }
 
-# groups: the resctrl groups there are, besides the default one
-groups() {
-    find $R -mindepth 1 -maxdepth 1 -type d ! -name info ! -name mon_groups ! -name mon_data |
-        sed 's|.*/||' | sort | tr '\n' ' '
-}
-
 # Ways 8-15 of cache 0 are free (the default group has ways 0-7)
 pl_cache_domain rtcache 768 >/tmp/rtcache.xml
 define_start rtcache /tmp/rtcache.xml "a domain whose node 1 libvirt creates on L2 cache 0"
@@ -443,7 +443,7 @@ check "after QEMU's SIGKILL, libvirt marks rtcache shut off" \
 check "and removes its region" wait_for 5 sh -c "! [ -d $R/$group ]"
 
 # Bad input: nothing is left behind
-groups_before=$(groups)
+groups_before=$(resctrl_groups)
 pl_cache_domain rtbig 1152 >/tmp/rtbig.xml
 $virsh define /tmp/rtbig.xml >/dev/null 2>&1
 $virsh start rtbig >/tmp/start.out 2>&1
@@ -469,7 +469,7 @@ $virsh start rtnobank >/tmp/start.out 2>&1
 check "a cache the host does not have is refused: $(grep -o 'error:.*' /tmp/start.out | tail -n 1)" \
     grep -q "the host has no L2 cache 7" /tmp/start.out
 $virsh undefine rtnobank >/dev/null 2>&1
-check_eq "no resctrl group is left by the failed starts" "$groups_before" "$(groups)"
+check_eq "no resctrl group is left by the failed starts" "$groups_before" "$(resctrl_groups)"
 $virsh undefine rtcache >/dev/null 2>&1
 
 # --- the real-time guest of make demo, from domain XML ---------------------
