@@ -120,6 +120,7 @@ ok "virtqemud starts and virsh reaches it"
 diag "$($virsh version 2>&1)"
 
 # --- capabilities: the host's caches, from sysfs and resctrl ---------------
+step "libvirt's capabilities: what each cache bank can pseudo-lock"
 
 $virsh capabilities >/tmp/caps.xml 2>&1
 check "virsh capabilities lists L2 cache bank 0 with CPUs 0-1" \
@@ -162,6 +163,7 @@ check "and lists its memory device models, pseudolock among them" \
 diag "memory models: $(sed -n 's|.*<value>\(.*\)</value>.*|\1|p' /tmp/domcaps-memory.xml | tr '\n' ' ')"
 
 # --- a domain, under libvirt's conditions ----------------------------------
+step "A domain under libvirt's conditions: unprivileged QEMU, seccomp, private /dev"
 
 cat >/tmp/rt0.xml <<EOF
 <domain type='qemu'>
@@ -204,6 +206,7 @@ check "QEMU answers query-pseudolock through libvirt (no regions)" \
 diag "$(cat /tmp/ql.out)"
 
 # --- the daemon killed and started again ----------------------------------
+step "The daemon killed with SIGKILL and started again"
 
 kill -9 $daemon_pid
 sleep 1
@@ -224,6 +227,7 @@ check_eq "no resctrl group is left" "" \
     "$(resctrl_groups)"
 
 # --- a NUMA node that is a pseudo-locked region ---------------------------
+step "A guest NUMA node that is an existing region (<source><path>)"
 
 # rtpl: 768 KiB, six ways of L2 cache 0 (CPUs 0-1): whole ways, which
 # libvirt must not round to the 1 MiB of other NUMA nodes
@@ -285,7 +289,7 @@ pl_domain rtpl /dev/pseudo_lock/rtpl 768 |
     sed "s|<size unit='KiB'>768<|<size unit='KiB'>1024<|" >/tmp/rtpl-bad.xml
 $virsh define /tmp/rtpl-bad.xml >/tmp/define.out 2>&1
 check_fails "virsh define refuses a region of another size than its node" \
-    $virsh dominfo rtpl
+    sh -c "$virsh dominfo rtpl >/dev/null 2>&1"
 check "saying which sizes differ" \
     grep -q "differs from the memory of guest NUMA node 1" /tmp/define.out
 diag "$(cat /tmp/define.out)"
@@ -374,6 +378,7 @@ start_fails rtnull /tmp/rtnull.xml "'/dev/null' is not the device of a pseudo-lo
 check "the host removes its region once no domain uses it" rmdir $R/rtpl
 
 # --- a region libvirt creates ----------------------------------------------
+step "A region libvirt creates (<source><cache>), and what it refuses"
 
 # pl_cache_domain NAME SIZE_KIB [EMULATOR_CPUS]: pl_domain's layout, with
 # the region created by libvirt on L2 cache 0
@@ -473,17 +478,21 @@ check_eq "no resctrl group is left by the failed starts" "$groups_before" "$(res
 $virsh undefine rtcache >/dev/null 2>&1
 
 # --- the real-time guest of make demo, from domain XML ---------------------
+step "The real-time guest, booted by libvirt from domain XML"
 
 # The rig's real-time guest (rt-guest/init) booted by libvirt: node 0 has
 # the vCPUs and 64 MiB, node 1 is a 768 KiB region libvirt creates, node
 # 2 takes the firmware's tables at the top of RAM so that all of node 1
 # is the guest's; HMAT makes node 1 the fast one, which needs ACPI.  The
-# guest reports on its second serial port and powers off.
+# guest reports on its second serial port, then waits for the host to
+# hot-plug a DIMM and an NVDIMM (rt.hotplug), for which the domain has
+# memory slots.
 guest_timeout=$(cmdline_arg guest_timeout)
 guest_timeout=${guest_timeout:-300}
 cat >/tmp/rtguest.xml <<EOF
 <domain type='qemu'>
   <name>rtguest</name>
+  <maxMemory slots='2' unit='KiB'>1048576</maxMemory>
   <memory unit='KiB'>70400</memory>
   <vcpu placement='static' cpuset='0-1'>2</vcpu>
   <cputune>
@@ -493,7 +502,7 @@ cat >/tmp/rtguest.xml <<EOF
     <type arch='x86_64' machine='q35'>hvm</type>
     <kernel>/rig/rt-guest/vmlinuz</kernel>
     <initrd>/rig/rt-guest/initramfs.cpio.gz</initrd>
-    <cmdline>console=ttyS0 rt.bind=196608</cmdline>
+    <cmdline>console=ttyS0 rt.bind=196608 rt.hotplug=120</cmdline>
   </os>
   <features>
     <acpi/>
@@ -544,14 +553,28 @@ rm -f /tmp/rtguest.out /tmp/rtguest-console.log
 t_boot=$(date +%s)
 define_start rtguest /tmp/rtguest.xml "the real-time guest's domain"
 group=$($virsh dumpxml rtguest 2>/dev/null | sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p')
-while ! grep -q "^guest: done" /tmp/rtguest.out 2>/dev/null &&
-      [ "$(date +%s)" -lt $((t_boot + guest_timeout)) ] &&
-      $virsh domstate rtguest 2>/dev/null | grep -q running; do
-    sleep 1
-done
+
+# wait_guest PATTERN SECONDS: until the guest's report has a line that
+# matches PATTERN, for at most SECONDS, while the domain runs
+wait_guest() {
+    t_end=$(($(date +%s) + $2))
+    while ! tr -d '\r' </tmp/rtguest.out 2>/dev/null | grep -q "$1" &&
+          [ "$(date +%s)" -lt $t_end ] &&
+          $virsh domstate rtguest 2>/dev/null | grep -q running; do
+        sleep 1
+    done
+}
+
+# guest_says TEXT: the rest of the guest's first "guest: hot-plug: TEXT"
+guest_says() {
+    tr -d '\r' </tmp/rtguest.out | sed -n "s|^guest: hot-plug: $1||p" | head -n 1
+}
+
+wait_guest "^guest: hot-plug: ready for a pc-dimm" $guest_timeout
 check "the guest booted under libvirt and reported in $(($(date +%s) - t_boot)) s" \
     grep -q "^guest: reported" /tmp/rtguest.out
-tr -d '\r' </tmp/rtguest.out 2>/dev/null | while read -r line; do diag "$line"; done
+tr -d '\r' </tmp/rtguest.out 2>/dev/null | grep -v '^guest: hot-plug' |
+    while read -r line; do diag "$line"; done
 check "the guest sees node 1 of 786432 bytes, the region" \
     grep -q "^guest: node 1: CPUs '', present 786432 bytes" /tmp/rtguest.out
 lat0=$(sed -n 's/^node 0: read latency //p' /tmp/rtguest.out | tr -d '\r')
@@ -562,9 +585,106 @@ check "a buffer bound to node 1 lands there and holds its pattern" \
     grep -q "^bound 196608 bytes to node 1: all pages on node 1, pattern verified" /tmp/rtguest.out
 grep -q "^guest: reported" /tmp/rtguest.out 2>/dev/null ||
     diag "guest console: $(tail -n 20 /tmp/rtguest-console.log 2>&1)"
-check "the guest powered off, and libvirt removed its region" \
-    wait_for 30 sh -c "$virsh domstate rtguest 2>&1 | grep -q 'shut off' && ! [ -d '$R/$group' ]"
+
+# --- hot-plug: a second region, on L2 cache 1, as a DIMM and an NVDIMM ---
+step "Hot-plug with virsh attach-device: a second region as a DIMM, then as an NVDIMM"
+
+# module_xml TYPE: a 512 KiB region libvirt creates on L2 cache 1, which
+# the guest sees as TYPE (dimm or nvdimm) in its node 0
+module_xml() {
+    cat <<EOF
+<memory model='pseudolock'>
+  <source>
+    <cache id='1' level='2'/>
+  </source>
+  <target type='$1'>
+    <size unit='KiB'>512</size>
+    <node>0</node>
+  </target>
+</memory>
+EOF
+}
+module_xml dimm >/tmp/dimm.xml
+module_xml nvdimm >/tmp/nvdimm.xml
+diag "the DIMM, for virsh attach-device:"
+diag "$(sed 's/^/    /' /tmp/dimm.xml)"
+
+# live_module TYPE: the live XML of the domain's module of TYPE
+live_module() {
+    $virsh dumpxml rtguest 2>/dev/null |
+        awk -v type="$1" '/<memory model=.pseudolock.>/ { on = 1; m = "" }
+            on { m = m $0 "\n" }
+            on && /<\/memory>/ { on = 0; if (index(m, "type='\''" type "'\''")) printf "%s", m }'
+}
+
+groups_before=$(resctrl_groups)
+$virsh attach-device rtguest /tmp/dimm.xml --live >/tmp/attach.out 2>&1
+check "attach-device refuses a region on L2 cache 1 while the emulator is pinned to cache 0" \
+    grep -q "pin the emulator there.*virsh emulatorpin" /tmp/attach.out
+diag "$(cat /tmp/attach.out)"
+check_eq "and leaves no resctrl group behind" "$groups_before" "$(resctrl_groups)"
+
+$virsh emulatorpin rtguest 2-3 --live >/tmp/pin.out 2>&1
+check_eq "virsh emulatorpin --live moves the emulator to cache 1's CPUs" 0 $?
+$virsh attach-device rtguest /tmp/dimm.xml --live >/tmp/attach.out 2>&1
+rc=$?
+check_eq "virsh attach-device --live plugs the region as a DIMM" 0 $rc
+[ $rc = 0 ] || diag "$(cat /tmp/attach.out; tail -n 5 /tmp/virtqemud.log)"
+live_module dimm >/tmp/dimm-live.xml
+diag "its live XML:"
+diag "$(sed 's/^/    /' /tmp/dimm-live.xml)"
+dimm_group=$(sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p' /tmp/dimm-live.xml)
+check "the live XML names the region libvirt created, and the DIMM's slot" \
+    sh -c "[ -n '$dimm_group' ] && grep -q \"<address type='dimm' slot='[01]'\" /tmp/dimm-live.xml"
+check_eq "the region is pseudo-locked, on L2 cache 1" "pseudo-locked L2:1" \
+    "$(cat $R/$dimm_group/mode 2>&1) $(sed -n 's/^ *\(L2:1\)=.*/\1/p' $R/$dimm_group/schemata 2>&1)"
+dimm_alias=$(sed -n "s|.*<alias name='\(.*\)'/>.*|\1|p" /tmp/dimm-live.xml)
+check_eq "QEMU's backend of the DIMM is 512 KiB" 524288 \
+    "$($virsh qemu-monitor-command rtguest '{"execute":"qom-get","arguments":{"path":"/objects/mem'"$dimm_alias"'","property":"size"}}' 2>&1 |
+       sed -n 's/.*"return": *\([0-9]*\).*/\1/p')"
+wait_guest "^guest: hot-plug: pc-dimm: \(not \)*added\|pc-dimm: no ACPI" 150
+guest_says "pc-dimm: kernel: " | while read -r line; do diag "the guest's kernel: $line"; done
+check "the guest's Linux refuses the DIMM: it adds memory in 128 MiB blocks" \
+    grep -q "^guest: hot-plug: pc-dimm: kernel: .*unaligned hotplug range" /tmp/rtguest.out
+
+$virsh detach-device rtguest /tmp/dimm.xml --live >/tmp/detach.out 2>&1
+check_eq "virsh detach-device --live asks the guest to eject the DIMM" 0 $?
+check "the guest ejects it, and libvirt removes its region" \
+    wait_for 30 sh -c "! $virsh dumpxml rtguest | grep -q \"type='dimm'\" && ! [ -d '$R/$dimm_group' ]"
+
+wait_guest "^guest: hot-plug: ready for an NVDIMM" 30
+$virsh attach-device rtguest /tmp/nvdimm.xml --live >/tmp/attach.out 2>&1
+rc=$?
+check_eq "virsh attach-device --live plugs a region as an NVDIMM" 0 $rc
+[ $rc = 0 ] || diag "$(cat /tmp/attach.out; tail -n 5 /tmp/virtqemud.log)"
+live_module nvdimm >/tmp/nvdimm-live.xml
+nv_group=$(sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p' /tmp/nvdimm-live.xml)
+nv_base=$(sed -n "s|.*<address type='dimm' slot='[0-9]*' base='\(0x[0-9a-f]*\)'/>.*|\1|p" /tmp/nvdimm-live.xml)
+check "it is pseudo-locked, at guest-physical ${nv_base:-?}" \
+    sh -c "[ -n '$nv_base' ] && [ \"\$(cat $R/$nv_group/mode)\" = pseudo-locked ]"
+wait_guest "^guest: hot-plug: nvdimm: read\|nvdimm: no" 150
+diag "the guest has $(guest_says "nvdimm: ")"
+check_eq "the guest sees /dev/pmem0, as large as the region" \
+    "/dev/pmem0, 524288 bytes" "$(guest_says "nvdimm: ")"
+wrote=$(guest_says "nvdimm: wrote sha256 ")
+check_eq "what the guest wrote to /dev/pmem0 reads back the same" \
+    "${wrote:-none}" "$(guest_says "nvdimm: read sha256 ")"
+rm -f /tmp/nvdimm.bin
+$virsh qemu-monitor-command rtguest \
+    '{"execute":"pmemsave","arguments":{"val":'"$((${nv_base:-0}))"',"size":524288,"filename":"/tmp/nvdimm.bin"}}' \
+    >/tmp/pmemsave.out 2>&1
+check_eq "and QEMU reads the same bytes at the NVDIMM's address (pmemsave)" \
+    "${wrote:-none}" "$(sha256sum </tmp/nvdimm.bin 2>&1 | cut -d' ' -f1)"
+[ -s /tmp/nvdimm.bin ] || diag "pmemsave: $(cat /tmp/pmemsave.out)"
+
+$virsh detach-device rtguest /tmp/nvdimm.xml --live >/tmp/detach.out 2>&1
+check "detach-device of the NVDIMM is refused: QEMU cannot unplug one" \
+    grep -q "QEMU cannot unplug an NVDIMM" /tmp/detach.out
+diag "$(cat /tmp/detach.out)"
+
 $virsh destroy rtguest >/dev/null 2>&1
+check "virsh destroy ends the guest, and libvirt removes both regions" \
+    wait_for 30 sh -c "$virsh domstate rtguest 2>&1 | grep -q 'shut off' && ! [ -d '$R/$group' ] && ! [ -d '$R/$nv_group' ]"
 $virsh undefine rtguest >/dev/null 2>&1
 
 echo 'L2:0=ffff;1=ffff' >$R/schemata
