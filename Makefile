@@ -3,7 +3,8 @@
 # make          install missing Debian packages, configure if needed, build
 # make check    build, then run every test suite of the project
 # make demo     build, then run a real-time guest in a pseudo-locked region
-#               (DEMO_ARGS=--emulated or --native: which host, see scripts/demo)
+#               (DEMO_ARGS=--emulated or --native: which host; --libvirt:
+#               the same guest from domain XML through libvirt; scripts/demo)
 # make bench    build, then run the benchmarks and print their figures
 # make fuzz     build, then fuzz each resctrl parser for 2 minutes
 # make clean    remove the build directory (downloads stay cached)
@@ -78,4 +79,4 @@ clean:
 	rm -rf $(B)
 
 help:
-	@sed -n '3,9p' Makefile | sed 's/^# //'
+	@sed -n '3,10p' Makefile | sed 's/^# //'
