@@ -447,6 +447,24 @@ check "after QEMU's SIGKILL, libvirt marks rtcache shut off" \
     wait_for 15 sh -c "$virsh domstate rtcache 2>&1 | grep -q 'shut off'"
 check "and removes its region" wait_for 5 sh -c "! [ -d $R/$group ]"
 
+# Both killed, the daemon first and then QEMU, with no daemon to see it:
+# the restarted daemon finds the domain gone and removes the region that
+# only its status XML still names
+$virsh start rtcache >/dev/null 2>&1
+pid=$(domain_pid rtcache)
+group=$($virsh dumpxml rtcache 2>/dev/null | sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p')
+kill -9 $daemon_pid
+sleep 1
+kill -9 $pid
+rm -f /run/virtqemud.pid
+sleep 1
+check_eq "with the daemon and then QEMU killed, region $group stays" \
+    pseudo-locked "$(cat $R/$group/mode 2>&1)"
+start_daemon
+check "the restarted daemon finds rtcache shut off" \
+    wait_for 15 sh -c "$virsh domstate rtcache 2>&1 | grep -q 'shut off'"
+check "and removes the region" wait_for 5 sh -c "! [ -d $R/$group ]"
+
 # Bad input: nothing is left behind
 groups_before=$(resctrl_groups)
 pl_cache_domain rtbig 1152 >/tmp/rtbig.xml
@@ -589,13 +607,13 @@ grep -q "^guest: reported" /tmp/rtguest.out 2>/dev/null ||
 # --- hot-plug: a second region, on L2 cache 1, as a DIMM and an NVDIMM ---
 step "Hot-plug with virsh attach-device: a second region as a DIMM, then as an NVDIMM"
 
-# module_xml TYPE: a 512 KiB region libvirt creates on L2 cache 1, which
-# the guest sees as TYPE (dimm or nvdimm) in its node 0
+# module_xml TYPE SOURCE: a 512 KiB region, given by SOURCE (its <path>
+# or <cache>), which the guest sees as TYPE (dimm or nvdimm) in node 0
 module_xml() {
     cat <<EOF
 <memory model='pseudolock'>
   <source>
-    <cache id='1' level='2'/>
+    $2
   </source>
   <target type='$1'>
     <size unit='KiB'>512</size>
@@ -604,8 +622,12 @@ module_xml() {
 </memory>
 EOF
 }
-module_xml dimm >/tmp/dimm.xml
-module_xml nvdimm >/tmp/nvdimm.xml
+# The DIMM is a region the host locked, the NVDIMM one libvirt creates
+pseudo_lock rthot 'L2:1=f000'
+check_eq "the host pseudo-locked rthot: 512 KiB on L2 cache 1" \
+    "pseudo-locked 524288" "$(cat $R/rthot/mode) $(sed -n 's/^ *L2:1=\([0-9]*\).*/\1/p' $R/rthot/size)"
+module_xml dimm "<path>/dev/pseudo_lock/rthot</path>" >/tmp/dimm.xml
+module_xml nvdimm "<cache id='1' level='2'/>" >/tmp/nvdimm.xml
 diag "the DIMM, for virsh attach-device:"
 diag "$(sed 's/^/    /' /tmp/dimm.xml)"
 
@@ -634,14 +656,16 @@ live_module dimm >/tmp/dimm-live.xml
 diag "its live XML:"
 diag "$(sed 's/^/    /' /tmp/dimm-live.xml)"
 dimm_group=$(sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p' /tmp/dimm-live.xml)
-check "the live XML names the region libvirt created, and the DIMM's slot" \
-    sh -c "[ -n '$dimm_group' ] && grep -q \"<address type='dimm' slot='[01]'\" /tmp/dimm-live.xml"
+check "the live XML names the region and the DIMM's slot" \
+    sh -c "[ '$dimm_group' = rthot ] && grep -q \"<address type='dimm' slot='[01]'\" /tmp/dimm-live.xml"
 check_eq "the region is pseudo-locked, on L2 cache 1" "pseudo-locked L2:1" \
     "$(cat $R/$dimm_group/mode 2>&1) $(sed -n 's/^ *\(L2:1\)=.*/\1/p' $R/$dimm_group/schemata 2>&1)"
 dimm_alias=$(sed -n "s|.*<alias name='\(.*\)'/>.*|\1|p" /tmp/dimm-live.xml)
 check_eq "QEMU's backend of the DIMM is 512 KiB" 524288 \
     "$($virsh qemu-monitor-command rtguest '{"execute":"qom-get","arguments":{"path":"/objects/mem'"$dimm_alias"'","property":"size"}}' 2>&1 |
        sed -n 's/.*"return": *\([0-9]*\).*/\1/p')"
+check "QEMU maps it: /proc/PID/maps lists /dev/pseudo_lock/rthot" \
+    grep -q pseudo_lock/rthot /proc/$(domain_pid rtguest)/maps
 wait_guest "^guest: hot-plug: pc-dimm: \(not \)*added\|pc-dimm: no ACPI" 150
 guest_says "pc-dimm: kernel: " | while read -r line; do diag "the guest's kernel: $line"; done
 check "the guest's Linux refuses the DIMM: it adds memory in 128 MiB blocks" \
@@ -649,8 +673,11 @@ check "the guest's Linux refuses the DIMM: it adds memory in 128 MiB blocks" \
 
 $virsh detach-device rtguest /tmp/dimm.xml --live >/tmp/detach.out 2>&1
 check_eq "virsh detach-device --live asks the guest to eject the DIMM" 0 $?
-check "the guest ejects it, and libvirt removes its region" \
-    wait_for 30 sh -c "! $virsh dumpxml rtguest | grep -q \"type='dimm'\" && ! [ -d '$R/$dimm_group' ]"
+check "the guest ejects it" \
+    wait_for 30 sh -c "! $virsh dumpxml rtguest | grep -q \"type='dimm'\""
+check "QEMU no longer maps the region, which stays the host's" \
+    sh -c "! grep -q pseudo_lock/rthot /proc/$(domain_pid rtguest)/maps && [ -d $R/rthot ]"
+check "and the host removes it" rmdir $R/rthot
 
 wait_guest "^guest: hot-plug: ready for an NVDIMM" 30
 $virsh attach-device rtguest /tmp/nvdimm.xml --live >/tmp/attach.out 2>&1
@@ -669,13 +696,16 @@ check_eq "the guest sees /dev/pmem0, as large as the region" \
 wrote=$(guest_says "nvdimm: wrote sha256 ")
 check_eq "what the guest wrote to /dev/pmem0 reads back the same" \
     "${wrote:-none}" "$(guest_says "nvdimm: read sha256 ")"
-rm -f /tmp/nvdimm.bin
+# QEMU writes the file as its own user, in a directory of that user's
+# (the initramfs's /tmp may not be writable by all)
+mkdir -p /tmp/qemu-out && chown $QEMU_UID:$QEMU_UID /tmp/qemu-out
+rm -f /tmp/qemu-out/nvdimm.bin
 $virsh qemu-monitor-command rtguest \
-    '{"execute":"pmemsave","arguments":{"val":'"$((${nv_base:-0}))"',"size":524288,"filename":"/tmp/nvdimm.bin"}}' \
+    '{"execute":"pmemsave","arguments":{"val":'"$((${nv_base:-0}))"',"size":524288,"filename":"/tmp/qemu-out/nvdimm.bin"}}' \
     >/tmp/pmemsave.out 2>&1
 check_eq "and QEMU reads the same bytes at the NVDIMM's address (pmemsave)" \
-    "${wrote:-none}" "$(sha256sum </tmp/nvdimm.bin 2>&1 | cut -d' ' -f1)"
-[ -s /tmp/nvdimm.bin ] || diag "pmemsave: $(cat /tmp/pmemsave.out)"
+    "${wrote:-none}" "$(sha256sum </tmp/qemu-out/nvdimm.bin 2>&1 | cut -d' ' -f1)"
+[ -s /tmp/qemu-out/nvdimm.bin ] || diag "pmemsave: $(cat /tmp/pmemsave.out)"
 
 $virsh detach-device rtguest /tmp/nvdimm.xml --live >/tmp/detach.out 2>&1
 check "detach-device of the NVDIMM is refused: QEMU cannot unplug one" \
