@@ -66,6 +66,12 @@ resctrl_groups() {
         sed 's|.*/||' | sort | tr '\n' ' '
 }
 
+# region_group: the group of the region in the domain XML on stdin, from
+# its <path>; libvirt adds that to the live XML of a <cache> source
+region_group() {
+    sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p'
+}
+
 # define_start NAME XML WHAT: virsh define XML (a domain that is WHAT)
 # and virsh start NAME, one check each; pid is then its QEMU's
 define_start() {
@@ -392,7 +398,7 @@ pl_cache_domain() {
 pl_cache_domain rtcache 768 >/tmp/rtcache.xml
 define_start rtcache /tmp/rtcache.xml "a domain whose node 1 libvirt creates on L2 cache 0"
 $virsh dumpxml rtcache >/tmp/rtcache-live.xml 2>&1
-group=$(sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p' /tmp/rtcache-live.xml)
+group=$(region_group </tmp/rtcache-live.xml)
 diag "live XML: $(sed -n "/<memory model='pseudolock'>/,/<\/memory>/p" /tmp/rtcache-live.xml | tr -s ' ' | tr -d '\n')"
 check "the live XML names the region's device, /dev/pseudo_lock/$group" \
     sh -c "[ -n '$group' ] && [ -c '/dev/pseudo_lock/$group' ]"
@@ -424,7 +430,7 @@ check "and removes the region libvirt created" wait_for 5 sh -c "! [ -d $R/$grou
 # region too
 $virsh start rtcache >/dev/null 2>&1
 pid=$(domain_pid rtcache)
-group=$($virsh dumpxml rtcache 2>/dev/null | sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p')
+group=$($virsh dumpxml rtcache 2>/dev/null | region_group)
 check "started again, with region $group" sh -c "[ -n '$group' ] && [ -d '$R/$group' ]"
 
 # Saving the domain's memory would write the region back from CPUs
@@ -452,7 +458,7 @@ check "and removes its region" wait_for 5 sh -c "! [ -d $R/$group ]"
 # only its status XML still names
 $virsh start rtcache >/dev/null 2>&1
 pid=$(domain_pid rtcache)
-group=$($virsh dumpxml rtcache 2>/dev/null | sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p')
+group=$($virsh dumpxml rtcache 2>/dev/null | region_group)
 kill -9 $daemon_pid
 sleep 1
 kill -9 $pid
@@ -570,7 +576,7 @@ diag "$(sed 's/^/    /' /tmp/rtguest.xml)"
 rm -f /tmp/rtguest.out /tmp/rtguest-console.log
 t_boot=$(date +%s)
 define_start rtguest /tmp/rtguest.xml "the real-time guest's domain"
-group=$($virsh dumpxml rtguest 2>/dev/null | sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p')
+group=$($virsh dumpxml rtguest 2>/dev/null | region_group)
 
 # wait_guest PATTERN SECONDS: until the guest's report has a line that
 # matches PATTERN, for at most SECONDS, while the domain runs
@@ -655,7 +661,7 @@ check_eq "virsh attach-device --live plugs the region as a DIMM" 0 $rc
 live_module dimm >/tmp/dimm-live.xml
 diag "its live XML:"
 diag "$(sed 's/^/    /' /tmp/dimm-live.xml)"
-dimm_group=$(sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p' /tmp/dimm-live.xml)
+dimm_group=$(region_group </tmp/dimm-live.xml)
 check "the live XML names the region and the DIMM's slot" \
     sh -c "[ '$dimm_group' = rthot ] && grep -q \"<address type='dimm' slot='[01]'\" /tmp/dimm-live.xml"
 check_eq "the region is pseudo-locked, on L2 cache 1" "pseudo-locked L2:1" \
@@ -685,7 +691,7 @@ rc=$?
 check_eq "virsh attach-device --live plugs a region as an NVDIMM" 0 $rc
 [ $rc = 0 ] || diag "$(cat /tmp/attach.out; tail -n 5 /tmp/virtqemud.log)"
 live_module nvdimm >/tmp/nvdimm-live.xml
-nv_group=$(sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p' /tmp/nvdimm-live.xml)
+nv_group=$(region_group </tmp/nvdimm-live.xml)
 nv_base=$(sed -n "s|.*<address type='dimm' slot='[0-9]*' base='\(0x[0-9a-f]*\)'/>.*|\1|p" /tmp/nvdimm-live.xml)
 check "it is pseudo-locked, at guest-physical ${nv_base:-?}" \
     sh -c "[ -n '$nv_base' ] && [ \"\$(cat $R/$nv_group/mode)\" = pseudo-locked ]"
