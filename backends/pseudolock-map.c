@@ -216,6 +216,12 @@ bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd,
      * size.  A region is whole pages, not whole 2 MiB.
      */
     backend->mr.align = qemu_real_host_page_size();
+    /*
+     * The mapping is the device's (VM_PFNMAP): the host cannot pin it, so
+     * devices that DMA through pinned guest memory (VFIO) cannot reach
+     * the region; they refuse it rather than fail to map it.
+     */
+    memory_region_set_unpinnable(&backend->mr);
     pl->host = host;
     pl->mapped_size = backend->size;
     pl->fd = fd;
