@@ -185,22 +185,48 @@ static bool resctrl_write_file(const char *path, const char *text,
 }
 
 /*
- * Add the kernel's explanation of the last failed resctrl command, from
- * info/last_cmd_status, to @errp.
+ * The kernel's explanation of the last failed resctrl command, from
+ * info/last_cmd_status, or NULL if it has none.
  */
-static void resctrl_append_last_cmd_status(const char *mount, Error **errp)
+static char *resctrl_last_cmd_status(const char *mount)
 {
     g_autofree char *path = g_build_filename(mount, "info",
                                              "last_cmd_status", NULL);
     g_autofree char *text = NULL;
 
-    if (resctrl_read_file(path, &text, NULL)) {
-        g_strstrip(text);
-        if (*text && strcmp(text, "ok")) {
-            error_append_hint(errp, "The kernel says (%s): %s\n", path,
-                              text);
-        }
+    if (!resctrl_read_file(path, &text, NULL)) {
+        return NULL;
     }
+    g_strstrip(text);
+    if (!*text || !strcmp(text, "ok")) {
+        return NULL;
+    }
+    return g_steal_pointer(&text);
+}
+
+/*
+ * Write @text to @path, a file of the resctrl mounted at @mount.  The
+ * kernel's explanation of a refusal goes into the message itself, not
+ * into a hint, so that QMP clients such as libvirt get it too.
+ */
+static bool resctrl_write_command(const char *mount, const char *path,
+                                  const char *text, Error **errp)
+{
+    Error *err = NULL;
+    g_autofree char *status = NULL;
+
+    if (resctrl_write_file(path, text, &err)) {
+        return true;
+    }
+    status = resctrl_last_cmd_status(mount);
+    if (!status) {
+        error_propagate(errp, err);
+        return false;
+    }
+    error_setg(errp, "%s (the kernel says: %s)", error_get_pretty(err),
+               status);
+    error_free(err);
+    return false;
 }
 
 bool resctrl_owner_self(ResctrlOwner *owner, Error **errp)
@@ -431,28 +457,37 @@ bool resctrl_pseudo_lock_create(const char *mount, const char *group,
     dir = g_build_filename(mount, group, NULL);
     if (mkdir(dir, 0755) < 0) {
         int err = errno;
+        g_autofree char *status = NULL;
 
-        error_setg_errno(errp, err, "cannot create resctrl group %s", dir);
+        /* These come from the VFS: the kernel's status would be stale */
+        if (err != EEXIST && err != ENAMETOOLONG && err != EACCES) {
+            status = resctrl_last_cmd_status(mount);
+        }
+        if (status) {
+            error_setg_errno(errp, err, "cannot create resctrl group %s "
+                             "(the kernel says: %s)", dir, status);
+        } else {
+            error_setg_errno(errp, err, "cannot create resctrl group %s",
+                             dir);
+        }
         resctrl_mkdir_hint(err, mount, errp);
-        resctrl_append_last_cmd_status(mount, errp);
         return false;
     }
 
     path = g_build_filename(dir, "mode", NULL);
-    if (!resctrl_write_file(path, "pseudo-locksetup\n", errp)) {
+    if (!resctrl_write_command(mount, path, "pseudo-locksetup\n", errp)) {
         goto fail;
     }
     /* The kernel locks the region while it takes this write */
     g_free(path);
     path = g_build_filename(dir, "schemata", NULL);
     line = g_strdup_printf("L%u:%u=%" PRIx64 "\n", level, cache_id, cbm);
-    if (!resctrl_write_file(path, line, errp)) {
+    if (!resctrl_write_command(mount, path, line, errp)) {
         goto fail;
     }
     return true;
 
 fail:
-    resctrl_append_last_cmd_status(mount, errp);
     if (rmdir(dir) < 0) {
         error_append_hint(errp, "Could not remove %s again: %s\n", dir,
                           strerror(errno));
