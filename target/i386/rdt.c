@@ -19,6 +19,11 @@
  * siblings' masks, and two vCPUs writing at once cannot leave their
  * copies different.
  *
+ * The same state, with the geometry of the caches, is also a read-only
+ * register set for gdb and TCG plugins (x86_rdt_gdb_init()): a cache
+ * model reads its classes of service and masks from here rather than
+ * decoding WRMSR a second time.
+ *
  * Copyright (c) 2026 qemu-pseudolock developers
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -33,6 +38,8 @@
 #include "hw/i386/topology.h"
 #include "rdt.h"
 #ifndef CONFIG_USER_ONLY
+#include "exec/gdbstub.h"
+#include "gdbstub/helpers.h"
 #include "migration/vmstate.h"
 #include "system/kvm.h"
 #include "system/reset.h"
@@ -582,4 +589,162 @@ const VMStateDescription vmstate_x86_rdt = {
         NULL
     }
 };
+#endif
+
+#ifndef CONFIG_USER_ONLY
+/*
+ * The registers of the "org.qemu.i386.rdt" feature, in order; then the
+ * capacity bitmask of each class of service, L2 first, then L3.  An
+ * instance id is Linux's cache id; a level without cache allocation has
+ * a CBM length of 0 and masks of 0; a cache that CPUID leaf 4 does not
+ * report has 0 sets.
+ */
+enum {
+    RDT_GDB_PQR_ASSOC,
+    RDT_GDB_MISC_FEATURE_CONTROL,
+    RDT_GDB_L2_ID,
+    RDT_GDB_L2_SETS,
+    RDT_GDB_L2_WAYS,
+    RDT_GDB_L2_LINE_SIZE,
+    RDT_GDB_L2_CBM_LEN,
+    RDT_GDB_L3_ID,
+    RDT_GDB_L3_SETS,
+    RDT_GDB_L3_WAYS,
+    RDT_GDB_L3_LINE_SIZE,
+    RDT_GDB_L3_CBM_LEN,
+    RDT_GDB_FIXED_REGS,
+};
+
+static const char *const rdt_gdb_fixed_names[RDT_GDB_FIXED_REGS] = {
+    "pqr_assoc", "misc_feature_control",
+    "l2_id", "l2_sets", "l2_ways", "l2_line_size", "l2_cbm_len",
+    "l3_id", "l3_sets", "l3_ways", "l3_line_size", "l3_cbm_len",
+};
+
+/* Whether CPUID leaf 4 reports a level-@level cache for @cpu */
+static bool rdt_has_cache(X86CPU *cpu, int level)
+{
+    return rdt_cache(cpu, level) && (level == 2 || cpu->enable_l3_cache);
+}
+
+static uint32_t rdt_gdb_cache_field(X86CPU *cpu, int level, int field)
+{
+    CPUCacheInfo *cache = rdt_cache(cpu, level);
+
+    if (!rdt_has_cache(cpu, level)) {
+        return 0;
+    }
+    switch (field) {
+    case RDT_GDB_L2_ID:
+        return rdt_cache_instance(cpu, level);
+    case RDT_GDB_L2_SETS:
+        return cache->sets;
+    case RDT_GDB_L2_WAYS:
+        return cache->associativity;
+    case RDT_GDB_L2_LINE_SIZE:
+        return cache->line_size;
+    default:
+        return rdt_level_enabled(cpu, level) ? rdt_cbm_len(cpu, level) : 0;
+    }
+}
+
+static int rdt_gdb_read(CPUState *cs, GByteArray *buf, int n)
+{
+    X86CPU *cpu = X86_CPU(cs);
+    int level;
+
+    switch (n) {
+    case RDT_GDB_PQR_ASSOC:
+        return gdb_get_reg64(buf, cpu->env.msr_pqr_assoc);
+    case RDT_GDB_MISC_FEATURE_CONTROL:
+        return gdb_get_reg64(buf, cpu->env.msr_misc_feature_control);
+    case RDT_GDB_L2_ID ... RDT_GDB_L2_CBM_LEN:
+        return gdb_get_reg32(buf, rdt_gdb_cache_field(cpu, 2, n));
+    case RDT_GDB_L3_ID ... RDT_GDB_L3_CBM_LEN:
+        return gdb_get_reg32(buf, rdt_gdb_cache_field(cpu, 3, n -
+                                                      RDT_GDB_L3_ID +
+                                                      RDT_GDB_L2_ID));
+    }
+    n -= RDT_GDB_FIXED_REGS;
+    level = n < (int)cpu->rdt_closids ? 2 : 3;
+    n %= cpu->rdt_closids;
+    return gdb_get_reg64(buf, rdt_level_enabled(cpu, level) ?
+                         qatomic_read(rdt_mask_slot(cpu, level, n)) : 0);
+}
+
+/* The registers are a view of the MSRs, which only WRMSR changes */
+static int rdt_gdb_write(CPUState *cs, uint8_t *buf, int n)
+{
+    return 0;
+}
+
+/*
+ * One feature serves every vCPU with the same number of classes of
+ * service at the same register base: they describe the same registers.
+ */
+typedef struct RdtGdbFeature {
+    GDBFeature feature;
+    uint32_t closids;
+    int base_reg;
+} RdtGdbFeature;
+
+static GPtrArray *rdt_gdb_features;
+
+static const GDBFeature *rdt_gdb_feature(uint32_t closids, int base_reg)
+{
+    GDBFeatureBuilder builder;
+    RdtGdbFeature *f;
+    unsigned i;
+    int level;
+    int regnum = 0;
+
+    if (!rdt_gdb_features) {
+        rdt_gdb_features = g_ptr_array_new();
+    }
+    for (i = 0; i < rdt_gdb_features->len; i++) {
+        f = g_ptr_array_index(rdt_gdb_features, i);
+        if (f->closids == closids && f->base_reg == base_reg) {
+            return &f->feature;
+        }
+    }
+
+    f = g_new0(RdtGdbFeature, 1);
+    f->closids = closids;
+    f->base_reg = base_reg;
+    gdb_feature_builder_init(&builder, &f->feature, "org.qemu.i386.rdt",
+                             "i386-rdt.xml", base_reg);
+    for (i = 0; i < RDT_GDB_FIXED_REGS; i++) {
+        bool msr = i <= RDT_GDB_MISC_FEATURE_CONTROL;
+
+        gdb_feature_builder_append_reg(&builder, rdt_gdb_fixed_names[i],
+                                       msr ? 64 : 32, regnum++,
+                                       msr ? "uint64" : "uint32", "rdt");
+    }
+    for (level = 2; level <= 3; level++) {
+        for (i = 0; i < closids; i++) {
+            /* The builder keeps the name: it lives as long as the feature */
+            gdb_feature_builder_append_reg(&builder,
+                                           g_strdup_printf("l%d_cbm%u",
+                                                           level, i),
+                                           64, regnum++, "uint64", "rdt");
+        }
+    }
+    gdb_feature_builder_end(&builder);
+    g_ptr_array_add(rdt_gdb_features, f);
+    return &f->feature;
+}
+
+void x86_rdt_gdb_init(X86CPU *cpu)
+{
+    CPUState *cs = CPU(cpu);
+
+    if (!x86_rdt_enabled(cpu)) {
+        return;
+    }
+    QEMU_LOCK_GUARD(&rdt_lock);
+    gdb_register_coprocessor(cs, rdt_gdb_read, rdt_gdb_write,
+                             rdt_gdb_feature(cpu->rdt_closids,
+                                             cs->gdb_num_regs),
+                             0);
+}
 #endif

@@ -40,6 +40,12 @@ bool x86_rdt_wrmsr(X86CPU *cpu, uint32_t msr, uint64_t val);
 
 #ifndef CONFIG_USER_ONLY
 extern const VMStateDescription vmstate_x86_rdt;
+
+/*
+ * Register the state as the read-only gdb feature "org.qemu.i386.rdt"
+ * (which TCG plugins read too), for a vCPU with cache allocation
+ */
+void x86_rdt_gdb_init(X86CPU *cpu);
 #endif
 
 #endif
