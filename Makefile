@@ -22,10 +22,12 @@ export CCACHE_NOHASHDIR := 1
 
 .PHONY: all qemu ours libvirt deps check demo bench fuzz clean help
 
-# What `make` builds of QEMU: the system emulator, and the storage daemon
-# that the rig runs as a vhost-user back end.  Other upstream targets
-# (qemu-img, the unit tests, ...) build on request: ninja -C build/qemu TARGET
-QEMU_TARGETS ?= qemu-system-x86_64 storage-daemon/qemu-storage-daemon
+# What `make` builds of QEMU: the system emulator, the storage daemon
+# that the rig runs as a vhost-user back end, and the cache-model plugin.
+# Other upstream targets (qemu-img, the unit tests, ...) build on
+# request: ninja -C build/qemu TARGET
+QEMU_TARGETS ?= qemu-system-x86_64 storage-daemon/qemu-storage-daemon \
+	contrib/plugins/libcatcache.so
 
 all: ours libvirt
 

@@ -1,0 +1,865 @@
+/*
+ * catcache: a model of an emulated x86 host's L2 and L3 caches with
+ * Intel Cache Allocation Technology (CAT), for measuring whether a
+ * pseudo-locked region stays in its cache
+ *
+ * TCG has no cache, so nothing else here can tell a region that stays
+ * resident from one that is evicted.  This plugin keeps a
+ * set-associative LRU model of every L2 and L3 instance that the
+ * emulated CPU reports in CPUID leaf 4 (sets, ways, line size, and which
+ * vCPUs share it), fed with the physical address of every data access:
+ *
+ * - a lookup hits in any way; a fill may only allocate into the ways of
+ *   the accessing vCPU's class of service (IA32_PQR_ASSOC and the
+ *   capacity bitmasks), which it reads from the RDT emulation's
+ *   "org.qemu.i386.rdt" registers after every WRMSR, so the rules of
+ *   which writes are valid stay in one place (target/i386/rdt.c);
+ * - WBINVD and INVD empty the executing vCPU's L2 and L3 instances;
+ * - a store invalidates the line in every other instance of each level
+ *   (coherence between modules and between sockets).
+ *
+ * - CLFLUSH and CLFLUSHOPT drop their line from every instance: TCG
+ *   does not access their operand, so the plugin computes its address
+ *   from the registers and translates it (qemu_plugin_translate_vaddr(),
+ *   which the fork adds to QEMU 10.0).  Only 64-bit code is decoded.
+ *
+ * L1 caches, page walks, instruction fetches, DMA, prefetchers and
+ * speculation are not modelled: every data access looks up the L2.
+ *
+ * Software in the emulated host drives the model through a CPUID leaf
+ * that no CPU defines, EAX = 0x63616368 ("cach"), EBX = command:
+ *   1  arm: model from now on (until then accesses cost a flag test)
+ *   2  disarm
+ *   3  open a window on this vCPU, labelled by ECX:EDX (8 characters),
+ *      that counts the vCPU's accesses to the virtual addresses
+ *      [RSI, RSI + RDI) (all of them if RDI is 0): the interrupts that
+ *      the vCPU takes meanwhile still use the caches, but do not count
+ *   4  close this vCPU's window and log its counts
+ * The kernel's own measurements, and its locking of a region, turn the
+ * prefetchers off through MSR_MISC_FEATURE_CONTROL: each such stretch
+ * is a window too ("prefetch-off"), logged with its physical range.
+ *
+ * Arguments: armed=on (model from the start).  The log goes through
+ * QEMU's log: -d plugin [-D FILE].  Each line starts with "catcache:".
+ *
+ * Copyright (c) 2026 qemu-pseudolock developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <glib.h>
+
+#include <qemu-plugin.h>
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
+
+#define CATCACHE_CPUID_LEAF     0x63616368u
+#define CMD_ARM                 1
+#define CMD_DISARM              2
+#define CMD_WINDOW_OPEN         3
+#define CMD_WINDOW_CLOSE        4
+
+#define RDT_FEATURE             "org.qemu.i386.rdt"
+#define NO_TAG                  UINT64_MAX
+#define MAX_CLOSIDS             64
+
+/* One instance of a cache level, shared by the vCPUs whose id it has */
+typedef struct Cache {
+    int level;
+    uint32_t id;
+    uint32_t sets;
+    uint32_t ways;
+    uint32_t line_shift;
+    uint32_t cbm_len;           /* 0: no cache allocation at this level */
+    uint64_t clos_ways[MAX_CLOSIDS];    /* ways each class may fill */
+    uint64_t *tag;              /* sets * ways line numbers, NO_TAG empty */
+    uint64_t *used;             /* LRU: when each way was last used */
+    uint64_t clock;
+    GMutex lock;
+    uint64_t hits;
+    uint64_t misses;
+} Cache;
+
+/* What a window counts */
+typedef struct Counts {
+    uint64_t accesses;
+    uint64_t hits[4];           /* by the level that served them */
+    uint64_t misses;            /* served by memory */
+    uint64_t foreign;           /* hits in ways the class may not fill */
+    uint64_t lo;                /* physical range of the accesses */
+    uint64_t hi;
+} Counts;
+
+typedef struct Vcpu {
+    Cache *cache[4];            /* [2] and [3]; NULL if absent */
+    uint32_t clos;
+    uint64_t misc_feature_control;
+
+    struct qemu_plugin_register *pqr_assoc;
+    struct qemu_plugin_register *misc;
+    struct qemu_plugin_register *cbm[4][MAX_CLOSIDS];
+    struct qemu_plugin_register *gpr[16];   /* by x86 register number */
+    struct qemu_plugin_register *seg_base[2];   /* fs_base, gs_base */
+
+    bool window_open;
+    char label[9];
+    uint64_t window_start;      /* virtual range the window counts */
+    uint64_t window_end;
+    Counts window;
+    bool prefetch_off;
+    uint64_t prefetch_windows;
+    Counts prefetch;
+    uint64_t clflush;           /* lines flushed */
+    uint64_t clflush_unresolved;    /* of which no address was found */
+} Vcpu;
+
+/*
+ * The memory operand of a CLFLUSH or CLFLUSHOPT, decoded once per
+ * encoding (and, RIP-relative, per address)
+ */
+typedef struct FlushOperand {
+    int8_t base;                /* register number, or -1 */
+    int8_t index;               /* register number, or -1 */
+    uint8_t scale;
+    int8_t seg_base;            /* 0 fs_base, 1 gs_base, -1 none */
+    int64_t disp;               /* RIP-relative: the whole address */
+} FlushOperand;
+
+#define GPR_RAX 0
+#define GPR_RCX 1
+#define GPR_RDX 2
+#define GPR_RBX 3
+#define GPR_RSI 6
+#define GPR_RDI 7
+
+static GHashTable *flush_operands;      /* GBytes of one -> the one */
+static GMutex flush_operands_lock;
+
+static Vcpu *vcpus;
+static unsigned max_vcpus;
+static GPtrArray *caches;
+static GMutex caches_lock;
+static int armed;              /* g_atomic_int_*() */
+static bool have_rdt = true;
+
+/* Per vCPU: its state must be read again (it executed a WRMSR) */
+static struct qemu_plugin_scoreboard *dirty_board;
+static qemu_plugin_u64 dirty;
+
+static inline uint64_t qatomic_get_u64(const uint64_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+static inline void qatomic_set_u64(uint64_t *p, uint64_t val)
+{
+    __atomic_store_n(p, val, __ATOMIC_RELAXED);
+}
+
+static void G_GNUC_PRINTF(1, 2) catlog(const char *fmt, ...)
+{
+    g_autofree char *text = NULL;
+    g_autofree char *line = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    text = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    line = g_strdup_printf("catcache: %s\n", text);
+    qemu_plugin_outs(line);
+}
+
+static uint64_t read_reg(struct qemu_plugin_register *reg)
+{
+    g_autoptr(GByteArray) buf = g_byte_array_new();
+    uint64_t val = 0;
+    int len = qemu_plugin_read_register(reg, buf);
+
+    if (len > 0) {
+        memcpy(&val, buf->data, MIN((size_t)len, sizeof(val)));
+    }
+    return GUINT64_FROM_LE(val);
+}
+
+/* The instance (@level, @id), made on first use */
+static Cache *cache_get(int level, uint32_t id, uint32_t sets, uint32_t ways,
+                        uint32_t line_size, uint32_t cbm_len)
+{
+    Cache *c;
+    unsigned i;
+
+    g_mutex_lock(&caches_lock);
+    for (i = 0; i < caches->len; i++) {
+        c = g_ptr_array_index(caches, i);
+        if (c->level == level && c->id == id) {
+            g_mutex_unlock(&caches_lock);
+            return c;
+        }
+    }
+    c = g_new0(Cache, 1);
+    c->level = level;
+    c->id = id;
+    c->sets = sets;
+    c->ways = ways;
+    c->line_shift = __builtin_ctz(line_size);
+    c->cbm_len = cbm_len;
+    c->tag = g_new(uint64_t, (size_t)sets * ways);
+    c->used = g_new0(uint64_t, (size_t)sets * ways);
+    memset(c->tag, 0xff, sizeof(uint64_t) * sets * ways);
+    /* Until a class's mask is read, it may fill any way, as at reset */
+    for (i = 0; i < MAX_CLOSIDS; i++) {
+        c->clos_ways[i] = ways >= 64 ? UINT64_MAX : (1ULL << ways) - 1;
+    }
+    g_mutex_init(&c->lock);
+    g_ptr_array_add(caches, c);
+    g_mutex_unlock(&caches_lock);
+    catlog("L%d cache %u: %u sets, %u ways, %u-byte lines, %s", level, id,
+         sets, ways, line_size,
+         cbm_len ? "cache allocation" : "no cache allocation");
+    return c;
+}
+
+/*
+ * The ways a capacity bitmask lets fills take: with a CBM as long as the
+ * associativity (what rdt.c reports by default) bit i is way i;
+ * otherwise each bit stands for an equal share of the ways.
+ */
+static uint64_t cbm_to_ways(const Cache *c, uint64_t cbm)
+{
+    uint64_t ways = 0;
+    uint32_t w;
+
+    if (!c->cbm_len) {
+        return c->ways >= 64 ? UINT64_MAX : (1ULL << c->ways) - 1;
+    }
+    for (w = 0; w < c->ways && w < 64; w++) {
+        if (cbm & (1ULL << ((uint64_t)w * c->cbm_len / c->ways))) {
+            ways |= 1ULL << w;
+        }
+    }
+    return ways;
+}
+
+static void counts_reset(Counts *n)
+{
+    memset(n, 0, sizeof(*n));
+    n->lo = UINT64_MAX;
+}
+
+static void counts_log(const char *what, unsigned vcpu, const Vcpu *v,
+                       const Counts *n)
+{
+    uint64_t hits = n->hits[2] + n->hits[3];
+
+    catlog("%s vcpu %u clos %u: accesses %" PRIu64 " hits %" PRIu64
+         " (L2 %" PRIu64 ", L3 %" PRIu64 ") misses %" PRIu64
+         " hit-rate %.2f%% other-ways %" PRIu64 " range 0x%" PRIx64
+         "-0x%" PRIx64, what, vcpu, v->clos, n->accesses, hits, n->hits[2],
+         n->hits[3], n->misses,
+         n->accesses ? 100.0 * hits / n->accesses : 0.0, n->foreign,
+         n->accesses ? n->lo : 0, n->accesses ? n->hi : 0);
+}
+
+/*
+ * Read the vCPU's class of service, the masks of its caches (they belong
+ * to the cache: a vCPU that writes one changes it for all that share the
+ * cache) and the prefetcher controls again; a change of the controls
+ * opens or closes a prefetch-off window.
+ */
+static void vcpu_read_state(unsigned vcpu)
+{
+    Vcpu *v = &vcpus[vcpu];
+    uint64_t misc;
+    unsigned clos;
+    int level;
+
+    v->clos = (uint32_t)(read_reg(v->pqr_assoc) >> 32) % MAX_CLOSIDS;
+    for (level = 2; level <= 3; level++) {
+        Cache *c = v->cache[level];
+
+        for (clos = 0; c && c->cbm_len && clos < MAX_CLOSIDS; clos++) {
+            if (v->cbm[level][clos]) {
+                qatomic_set_u64(&c->clos_ways[clos],
+                                cbm_to_ways(c, read_reg(v->cbm[level][clos])));
+            }
+        }
+    }
+    misc = read_reg(v->misc);
+    if (!v->misc_feature_control && misc) {
+        v->prefetch_off = true;
+        counts_reset(&v->prefetch);
+    } else if (v->misc_feature_control && !misc && v->prefetch_off) {
+        g_autofree char *what = g_strdup_printf("prefetch-off window %" PRIu64,
+                                                ++v->prefetch_windows);
+
+        v->prefetch_off = false;
+        if (g_atomic_int_get(&armed)) {
+            counts_log(what, vcpu, v, &v->prefetch);
+        }
+    }
+    v->misc_feature_control = misc;
+}
+
+static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
+{
+    g_autoptr(GArray) regs = qemu_plugin_get_registers();
+    g_autoptr(GHashTable) byname = g_hash_table_new(g_str_hash, g_str_equal);
+    static const char *const gprs[16] = {
+        "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+        "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"
+    };
+    Vcpu *v;
+    unsigned i;
+    int level;
+
+    if (vcpu >= max_vcpus) {
+        return;
+    }
+    v = &vcpus[vcpu];
+    for (i = 0; i < regs->len; i++) {
+        qemu_plugin_reg_descriptor *r =
+            &g_array_index(regs, qemu_plugin_reg_descriptor, i);
+
+        /* The general registers by name, ours by feature and name */
+        if (!g_hash_table_contains(byname, r->name) &&
+            (!strcmp(r->feature, RDT_FEATURE) ||
+             !g_str_has_prefix(r->name, "l"))) {
+            g_hash_table_insert(byname, (gpointer)r->name, r->handle);
+        }
+    }
+    for (i = 0; i < 16; i++) {
+        v->gpr[i] = g_hash_table_lookup(byname, gprs[i]);
+    }
+    v->seg_base[0] = g_hash_table_lookup(byname, "fs_base");
+    v->seg_base[1] = g_hash_table_lookup(byname, "gs_base");
+    v->pqr_assoc = g_hash_table_lookup(byname, "pqr_assoc");
+    v->misc = g_hash_table_lookup(byname, "misc_feature_control");
+    if (!v->pqr_assoc || !v->misc) {
+        if (have_rdt) {
+            catlog("vcpu %u has no %s registers: the CPU needs l2-cat=on or "
+                 "l3-cat=on; nothing is modelled", vcpu, RDT_FEATURE);
+        }
+        have_rdt = false;
+        return;
+    }
+
+    for (level = 2; level <= 3; level++) {
+        g_autofree char *id_name = g_strdup_printf("l%d_id", level);
+        g_autofree char *sets_name = g_strdup_printf("l%d_sets", level);
+        g_autofree char *ways_name = g_strdup_printf("l%d_ways", level);
+        g_autofree char *line_name = g_strdup_printf("l%d_line_size", level);
+        g_autofree char *len_name = g_strdup_printf("l%d_cbm_len", level);
+        uint32_t sets = read_reg(g_hash_table_lookup(byname, sets_name));
+        uint32_t ways = read_reg(g_hash_table_lookup(byname, ways_name));
+        uint32_t line = read_reg(g_hash_table_lookup(byname, line_name));
+
+        if (!sets || !ways || ways > 64 || !line || (line & (line - 1))) {
+            continue;
+        }
+        v->cache[level] = cache_get(level,
+            read_reg(g_hash_table_lookup(byname, id_name)), sets, ways, line,
+            read_reg(g_hash_table_lookup(byname, len_name)));
+        for (i = 0; i < MAX_CLOSIDS; i++) {
+            g_autofree char *cbm = g_strdup_printf("l%d_cbm%u", level, i);
+
+            v->cbm[level][i] = g_hash_table_lookup(byname, cbm);
+        }
+    }
+    counts_reset(&v->window);
+    counts_reset(&v->prefetch);
+    vcpu_read_state(vcpu);
+}
+
+/*
+ * Look @line up in @c: the way that holds it, or -1 after filling it
+ * into a way of @ways_mask
+ */
+static int cache_access(Cache *c, uint64_t line, uint64_t ways_mask)
+{
+    uint64_t set = line % c->sets;
+    uint64_t *tag = &c->tag[set * c->ways];
+    uint64_t *used = &c->used[set * c->ways];
+    uint32_t w, victim = UINT32_MAX;
+    int hit = -1;
+
+    g_mutex_lock(&c->lock);
+    c->clock++;
+    for (w = 0; w < c->ways; w++) {
+        if (tag[w] == line) {
+            used[w] = c->clock;
+            hit = w;
+            break;
+        }
+    }
+    if (hit >= 0) {
+        c->hits++;
+    } else {
+        c->misses++;
+        /* The least recently used of the ways this class may fill */
+        for (w = 0; w < c->ways; w++) {
+            if (!(ways_mask & (1ULL << w))) {
+                continue;
+            }
+            if (tag[w] == NO_TAG) {
+                victim = w;
+                break;
+            }
+            if (victim == UINT32_MAX || used[w] < used[victim]) {
+                victim = w;
+            }
+        }
+        if (victim != UINT32_MAX) {
+            tag[victim] = line;
+            used[victim] = c->clock;
+        }
+    }
+    g_mutex_unlock(&c->lock);
+    return hit;
+}
+
+/* Drop @line from every instance of @level but @mine (coherence) */
+static void cache_invalidate_others(int level, const Cache *mine,
+                                    uint64_t line)
+{
+    unsigned i;
+    uint32_t w;
+
+    for (i = 0; i < caches->len; i++) {
+        Cache *c = g_ptr_array_index(caches, i);
+        uint64_t *tag;
+
+        if (c == mine || c->level != level) {
+            continue;
+        }
+        tag = &c->tag[(line % c->sets) * c->ways];
+        g_mutex_lock(&c->lock);
+        for (w = 0; w < c->ways; w++) {
+            if (tag[w] == line) {
+                tag[w] = NO_TAG;
+            }
+        }
+        g_mutex_unlock(&c->lock);
+    }
+}
+
+/* Empty @c; the number of lines it held */
+static uint64_t cache_flush(Cache *c)
+{
+    uint64_t i, lines = 0;
+
+    g_mutex_lock(&c->lock);
+    for (i = 0; i < (uint64_t)c->sets * c->ways; i++) {
+        lines += c->tag[i] != NO_TAG;
+        c->tag[i] = NO_TAG;
+    }
+    g_mutex_unlock(&c->lock);
+    return lines;
+}
+
+static void count(Counts *n, int served_by, bool foreign, uint64_t addr)
+{
+    n->accesses++;
+    n->foreign += foreign;
+    if (served_by) {
+        n->hits[served_by]++;
+    } else {
+        n->misses++;
+    }
+    n->lo = MIN(n->lo, addr);
+    n->hi = MAX(n->hi, addr + 1);
+}
+
+static void vcpu_mem(unsigned int vcpu, qemu_plugin_meminfo_t info,
+                     uint64_t vaddr, void *udata)
+{
+    struct qemu_plugin_hwaddr *hw;
+    Vcpu *v;
+    uint64_t addr;
+    int level, served_by = 0;
+    bool foreign = false;
+
+    if (!g_atomic_int_get(&armed)) {
+        return;
+    }
+    hw = qemu_plugin_get_hwaddr(info, vaddr);
+    if (!hw || qemu_plugin_hwaddr_is_io(hw) || vcpu >= max_vcpus) {
+        return;
+    }
+    v = &vcpus[vcpu];
+    addr = qemu_plugin_hwaddr_phys_addr(hw);
+    for (level = 2; level <= 3; level++) {
+        Cache *c = v->cache[level];
+        uint64_t line, ways;
+        int way;
+
+        if (!c) {
+            continue;
+        }
+        line = addr >> c->line_shift;
+        if (qemu_plugin_mem_is_store(info)) {
+            cache_invalidate_others(level, c, line);
+        }
+        ways = qatomic_get_u64(&c->clos_ways[v->clos]);
+        way = cache_access(c, line, ways);
+        if (way >= 0) {
+            served_by = level;
+            foreign = !(ways & (1ULL << way));
+            /* Not inclusive: an L2 hit leaves the L3 alone */
+            break;
+        }
+    }
+    if (v->window_open && vaddr - v->window_start <
+        v->window_end - v->window_start) {
+        count(&v->window, served_by, foreign, addr);
+    }
+    if (v->prefetch_off) {
+        count(&v->prefetch, served_by, foreign, addr);
+    }
+}
+
+/*
+ * At the first TB after one of the vCPU's WRMSRs (WRMSR ends its TB):
+ * the MSR has its new value.  Clear the flag before reading, so that a
+ * later WRMSR is not lost.
+ */
+static void vcpu_state_changed(unsigned int vcpu, void *udata)
+{
+    qemu_plugin_u64_set(dirty, vcpu, 0);
+    if (vcpu < max_vcpus && vcpus[vcpu].pqr_assoc) {
+        vcpu_read_state(vcpu);
+    }
+}
+
+static void vcpu_wbinvd(unsigned int vcpu, void *udata)
+{
+    Vcpu *v;
+    int level;
+
+    if (vcpu >= max_vcpus || !g_atomic_int_get(&armed)) {
+        return;
+    }
+    v = &vcpus[vcpu];
+    for (level = 2; level <= 3; level++) {
+        if (v->cache[level]) {
+            uint64_t lines = cache_flush(v->cache[level]);
+
+            catlog("%s vcpu %u: L%d cache %u emptied, %" PRIu64 " lines",
+                   udata ? "invd" : "wbinvd", vcpu, level,
+                   v->cache[level]->id, lines);
+        }
+    }
+}
+
+/* Drop @addr's line from every instance of every level */
+static void cache_flush_line(uint64_t addr)
+{
+    unsigned i;
+    uint32_t w;
+
+    for (i = 0; i < caches->len; i++) {
+        Cache *c = g_ptr_array_index(caches, i);
+        uint64_t line = addr >> c->line_shift;
+        uint64_t *tag = &c->tag[(line % c->sets) * c->ways];
+
+        g_mutex_lock(&c->lock);
+        for (w = 0; w < c->ways; w++) {
+            if (tag[w] == line) {
+                tag[w] = NO_TAG;
+            }
+        }
+        g_mutex_unlock(&c->lock);
+    }
+}
+
+/* Before a CLFLUSH or CLFLUSHOPT: the address of its operand */
+static void vcpu_clflush(unsigned int vcpu, void *udata)
+{
+    const FlushOperand *op = udata;
+    uint64_t vaddr = op->disp, addr;
+    Vcpu *v;
+
+    if (vcpu >= max_vcpus || !g_atomic_int_get(&armed)) {
+        return;
+    }
+    v = &vcpus[vcpu];
+    v->clflush++;
+    if (op->base >= 0) {
+        vaddr += read_reg(v->gpr[op->base]);
+    }
+    if (op->index >= 0) {
+        vaddr += read_reg(v->gpr[op->index]) << op->scale;
+    }
+    if (op->seg_base >= 0 && v->seg_base[op->seg_base]) {
+        vaddr += read_reg(v->seg_base[op->seg_base]);
+    }
+    if (!qemu_plugin_translate_vaddr(vaddr, &addr)) {
+        /* It faults instead (#PF), and flushes nothing */
+        v->clflush_unresolved++;
+        return;
+    }
+    cache_flush_line(addr);
+}
+
+/*
+ * Decode the memory operand of a CLFLUSH or CLFLUSHOPT at @modrm (64-bit
+ * code: ModRM, SIB, displacement, REX.X/B in @rex, segment override
+ * @seg, 0x64 or 0x65), the instruction at @vaddr being @len bytes.  The
+ * result is shared by every translation of the same operand.
+ */
+static const FlushOperand *decode_flush_operand(const uint8_t *modrm,
+                                                const uint8_t *end,
+                                                uint8_t rex, uint8_t seg,
+                                                uint64_t vaddr, size_t len)
+{
+    FlushOperand op;
+    const uint8_t *p = modrm + 1;
+    unsigned mod = *modrm >> 6, rm = *modrm & 7;
+    bool rip = false;
+    g_autoptr(GBytes) key = NULL;
+    FlushOperand *shared;
+
+    /* The key is the whole struct, padding included */
+    memset(&op, 0, sizeof(op));
+    op.base = op.index = op.seg_base = -1;
+    if (rm == 4) {
+        uint8_t sib;
+
+        if (p >= end) {
+            return NULL;
+        }
+        sib = *p++;
+        op.scale = sib >> 6;
+        op.index = ((sib >> 3) & 7) | ((rex & 2) << 2);
+        if (op.index == 4) {
+            op.index = -1;      /* no index */
+        }
+        op.base = (sib & 7) | ((rex & 1) << 3);
+        if ((sib & 7) == 5 && mod == 0) {
+            op.base = -1;       /* disp32, no base */
+            mod = 2;
+        }
+    } else if (rm == 5 && mod == 0) {
+        rip = true;
+        mod = 2;
+    } else {
+        op.base = rm | ((rex & 1) << 3);
+    }
+    if (mod == 1 && p < end) {
+        op.disp = (int8_t)*p;
+    } else if (mod == 2 && p + 4 <= end) {
+        int32_t disp;
+
+        memcpy(&disp, p, 4);
+        op.disp = (int32_t)GUINT32_FROM_LE(disp);
+    } else if (mod != 0) {
+        return NULL;
+    }
+    if (rip) {
+        op.disp += vaddr + len;
+    }
+    op.seg_base = seg == 0x64 ? 0 : seg == 0x65 ? 1 : -1;
+
+    key = g_bytes_new(&op, sizeof(op));
+    g_mutex_lock(&flush_operands_lock);
+    shared = g_hash_table_lookup(flush_operands, key);
+    if (!shared) {
+        shared = g_memdup2(&op, sizeof(op));
+        g_hash_table_insert(flush_operands, g_bytes_ref(key), shared);
+    }
+    g_mutex_unlock(&flush_operands_lock);
+    return shared;
+}
+
+static void vcpu_cpuid(unsigned int vcpu, void *udata)
+{
+    Vcpu *v;
+    uint64_t label;
+
+    if (vcpu >= max_vcpus || !vcpus[vcpu].gpr[GPR_RAX]) {
+        return;
+    }
+    v = &vcpus[vcpu];
+    if ((uint32_t)read_reg(v->gpr[GPR_RAX]) != CATCACHE_CPUID_LEAF) {
+        return;
+    }
+    switch ((uint32_t)read_reg(v->gpr[GPR_RBX])) {
+    case CMD_ARM:
+        g_atomic_int_set(&armed, 1);
+        catlog("armed by vcpu %u", vcpu);
+        break;
+    case CMD_DISARM:
+        g_atomic_int_set(&armed, 0);
+        catlog("disarmed by vcpu %u", vcpu);
+        break;
+    case CMD_WINDOW_OPEN:
+        label = (read_reg(v->gpr[GPR_RCX]) & 0xffffffff) |
+                (read_reg(v->gpr[GPR_RDX]) << 32);
+        memcpy(v->label, &label, 8);
+        v->label[8] = 0;
+        g_strdelimit(v->label, "\t\n\r ", '_');
+        v->window_start = read_reg(v->gpr[GPR_RSI]);
+        v->window_end = read_reg(v->gpr[GPR_RDI]) ?
+            v->window_start + read_reg(v->gpr[GPR_RDI]) :
+            v->window_start - 1;
+        counts_reset(&v->window);
+        v->window_open = true;
+        break;
+    case CMD_WINDOW_CLOSE:
+        if (v->window_open) {
+            g_autofree char *what = g_strdup_printf("window %s", v->label);
+
+            v->window_open = false;
+            counts_log(what, vcpu, v, &v->window);
+        }
+        break;
+    }
+}
+
+/*
+ * The instruction's opcode after its prefixes, or NULL if it has fewer
+ * than two bytes from there; its REX byte in *@rex, its last segment
+ * override in *@seg
+ */
+static const uint8_t *insn_opcode(const uint8_t *p, const uint8_t *end,
+                                  uint8_t *rex, uint8_t *seg)
+{
+    *rex = 0;
+    *seg = 0;
+    for (; p < end; p++) {
+        switch (*p) {
+        case 0x26: case 0x2e: case 0x36: case 0x3e: case 0x64: case 0x65:
+            *seg = *p;
+            continue;
+        case 0x66: case 0x67: case 0xf0: case 0xf2: case 0xf3:
+            continue;
+        }
+        /* One translated instruction: a 0x4x byte before 0F is a REX */
+        if ((*p & 0xf0) == 0x40 && p + 1 < end && p[1] == 0x0f) {
+            *rex = *p;
+            continue;
+        }
+        break;
+    }
+    return p + 1 < end ? p : NULL;
+}
+
+static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    size_t i;
+
+    qemu_plugin_register_vcpu_tb_exec_cond_cb(tb, vcpu_state_changed,
+                                              QEMU_PLUGIN_CB_R_REGS,
+                                              QEMU_PLUGIN_COND_NE, dirty, 0,
+                                              NULL);
+    for (i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        uint8_t bytes[16];
+        size_t len = qemu_plugin_insn_data(insn, bytes, sizeof(bytes));
+        const uint8_t *op;
+        const FlushOperand *operand;
+        uint8_t rex, seg;
+
+        qemu_plugin_register_vcpu_mem_cb(insn, vcpu_mem,
+                                         QEMU_PLUGIN_CB_NO_REGS,
+                                         QEMU_PLUGIN_MEM_RW, NULL);
+        op = insn_opcode(bytes, bytes + len, &rex, &seg);
+        if (!op || op[0] != 0x0f) {
+            continue;
+        }
+        switch (op[1]) {
+        case 0x30:      /* WRMSR */
+            qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(
+                insn, QEMU_PLUGIN_INLINE_STORE_U64, dirty, 1);
+            break;
+        case 0x08:      /* INVD */
+        case 0x09:      /* WBINVD */
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, vcpu_wbinvd,
+                                                   QEMU_PLUGIN_CB_NO_REGS,
+                                                   op[1] == 0x08 ?
+                                                   (void *)1 : NULL);
+            break;
+        case 0xa2:      /* CPUID */
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, vcpu_cpuid,
+                                                   QEMU_PLUGIN_CB_R_REGS,
+                                                   NULL);
+            break;
+        case 0xae:      /* CLFLUSH, CLFLUSHOPT: 0F AE /7, memory operand */
+            if (op + 2 >= bytes + len || (op[2] >> 6) == 3 ||
+                ((op[2] >> 3) & 7) != 7) {
+                break;
+            }
+            operand = decode_flush_operand(op + 2, bytes + len, rex, seg,
+                                           qemu_plugin_insn_vaddr(insn),
+                                           qemu_plugin_insn_size(insn));
+            if (operand) {
+                qemu_plugin_register_vcpu_insn_exec_cb(
+                    insn, vcpu_clflush, QEMU_PLUGIN_CB_R_REGS,
+                    (void *)operand);
+            }
+            break;
+        }
+    }
+}
+
+static void plugin_exit(qemu_plugin_id_t id, void *p)
+{
+    uint64_t clflush = 0, unresolved = 0;
+    unsigned i;
+
+    for (i = 0; i < caches->len; i++) {
+        Cache *c = g_ptr_array_index(caches, i);
+
+        catlog("L%d cache %u: hits %" PRIu64 " misses %" PRIu64, c->level,
+               c->id, c->hits, c->misses);
+    }
+    for (i = 0; i < max_vcpus; i++) {
+        clflush += vcpus[i].clflush;
+        unresolved += vcpus[i].clflush_unresolved;
+    }
+    catlog("CLFLUSH/CLFLUSHOPT: %" PRIu64 " lines flushed, %" PRIu64
+           " unmapped", clflush, unresolved);
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
+                                           const qemu_info_t *info,
+                                           int argc, char **argv)
+{
+    int i;
+
+    if (!info->system_emulation || strcmp(info->target_name, "x86_64")) {
+        fprintf(stderr, "catcache: x86_64 system emulation only\n");
+        return -1;
+    }
+    for (i = 0; i < argc; i++) {
+        g_auto(GStrv) kv = g_strsplit(argv[i], "=", 2);
+        bool on;
+
+        if (g_strv_length(kv) == 2 && !strcmp(kv[0], "armed") &&
+            qemu_plugin_bool_parse(kv[0], kv[1], &on)) {
+            g_atomic_int_set(&armed, on);
+        } else {
+            fprintf(stderr, "catcache: unknown argument '%s' (armed=on|off)\n",
+                    argv[i]);
+            return -1;
+        }
+    }
+
+    max_vcpus = info->system.max_vcpus;
+    vcpus = g_new0(Vcpu, max_vcpus);
+    caches = g_ptr_array_new();
+    flush_operands = g_hash_table_new_full(g_bytes_hash, g_bytes_equal,
+                                           (GDestroyNotify)g_bytes_unref,
+                                           g_free);
+    dirty_board = qemu_plugin_scoreboard_new(sizeof(uint64_t));
+    dirty = qemu_plugin_scoreboard_u64(dirty_board);
+
+    qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
+    qemu_plugin_register_vcpu_tb_trans_cb(id, vcpu_tb_trans);
+    qemu_plugin_register_atexit_cb(id, plugin_exit, NULL);
+    return 0;
+}

@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Residency under the cache model: the emulated Goldmont host runs with
+# the catcache plugin, which models its two 2 MiB L2 caches (CPUs 0-1,
+# CPUs 2-3) with CAT.  A noisy neighbour on CPU 1 streams over four times
+# the cache in the default class of service, while a reader on CPU 0
+# reads 1 MiB three times in labelled windows:
+#   plain    ordinary memory, in the default class (the neighbour's);
+#   catonly  ordinary memory in a class of its own with exclusive ways
+#            (cache allocation alone, no lock);
+#   locked   the pseudo-locked region (ways 8-15 of L2 cache 0), mapped;
+# and the kernel measures the region itself (pseudo_lock_measure, mode
+# 1, a prefetch-off window).  Then what evicts it: WBINVD on the other
+# L2 (CPU 3 goes offline: nothing lost, "locked2"), writes to 1024 of
+# its lines from a CPU of the other L2 ("locked3"), CLFLUSH of the next
+# 512 ("locked5": those lines are lost as well), WBINVD on its own L2
+# (CPU 1 goes offline: "locked4").
+#
+# The guest only acts; test-cache-model.py reads the plugin's log of the
+# windows afterwards and judges the figures.  rig.size=1M and
+# rig.rounds=3 set the reads.
+
+R=/sys/fs/resctrl
+PROBE=/rig/bin/cache-probe
+size=$(cmdline_arg size)
+size=${size:-1M}
+rounds=$(cmdline_arg rounds)
+rounds=${rounds:-3}
+pause=300
+
+$PROBE arm
+check "the cache model is armed" true
+
+l2_ids=$(for cpu in 0 1 2 3; do
+    cat /sys/devices/system/cpu/cpu$cpu/cache/index2/id; done | tr '\n' ' ')
+check_eq "Linux numbers the L2 caches of CPUs 0-3 as the model does" \
+    "0 0 1 1 " "$l2_ids"
+
+mount -t resctrl resctrl $R
+echo 'L2:0=00ff;1=00ff' >$R/schemata
+check_eq "the default group keeps ways 0-7 of both L2 caches" \
+    'L2:0=00ff;1=00ff' "$(sed -n 's/^ *//; /^L2:/p' $R/schemata)"
+
+taskset -c 1 $PROBE noise 8M &
+noise=$!
+
+step "ordinary memory, in the neighbour's class"
+check "the reader reads ordinary memory" \
+    taskset -c 0 $PROBE read plain $size - $rounds $pause
+
+step "ordinary memory in a class with ways 8-15 to itself"
+mkdir $R/catonly && echo 'L2:0=ff00;1=ff00' >$R/catonly/schemata &&
+    echo exclusive >$R/catonly/mode
+check_eq "group catonly holds ways 8-15, exclusively" \
+    exclusive "$(cat $R/catonly/mode)"
+check "the reader reads ordinary memory in that class" \
+    sh -c "echo \$\$ >$R/catonly/tasks &&
+           exec taskset -c 0 $PROBE read catonly $size - $rounds $pause"
+rmdir $R/catonly
+
+step "the pseudo-locked region"
+check "ways 8-15 of L2 cache 0 are locked as region p0" \
+    pseudo_lock p0 'L2:0=ff00'
+# One reader maps the region once: every mmap of the device zeroes the
+# region from the calling CPU, which would write evicted lines back into
+# that CPU's class's ways
+mkfifo /tmp/reader.in
+taskset -c 0 $PROBE reader /dev/pseudo_lock/p0 $size \
+    </tmp/reader.in >/tmp/reader.out &
+reader=$!
+exec 3>/tmp/reader.in
+asked=0
+
+# ask COMMAND: have the reader run COMMAND, and wait until it has
+ask() {
+    asked=$((asked + 1))
+    echo "$*" >&3
+    while [ "$(grep -c '^done' /tmp/reader.out)" -lt $asked ]; do
+        kill -0 $reader 2>/dev/null || return 1
+        sleep 0.1
+    done
+}
+
+check "the reader reads the region, mapped" ask read locked $rounds $pause
+check "the kernel measures the region (pseudo_lock_measure, mode 1)" \
+    sh -c "echo 1 >/sys/kernel/debug/resctrl/p0/pseudo_lock_measure"
+
+step "what evicts it"
+echo 0 >/sys/devices/system/cpu/cpu3/online
+check_eq "CPU 3 (the other L2) goes offline: WBINVD there" \
+    0 "$(cat /sys/devices/system/cpu/cpu3/online)"
+echo 1 >/sys/devices/system/cpu/cpu3/online
+check "the reader reads the region again" ask read locked2 $rounds $pause
+check "the reader writes 1024 of the region's lines from CPU 2 (the other L2)" \
+    ask write-from 2 0 1024
+check "the reader reads the region again" ask read locked3 1 0
+check "the reader flushes the next 512 lines (CLFLUSH)" ask clflush 1024 512
+check "the reader reads the region again" ask read locked5 1 0
+kill $noise
+wait $noise 2>/dev/null
+echo 0 >/sys/devices/system/cpu/cpu1/online
+check_eq "CPU 1 (the region's L2) goes offline: WBINVD there" \
+    0 "$(cat /sys/devices/system/cpu/cpu1/online)"
+echo 1 >/sys/devices/system/cpu/cpu1/online
+check "the reader reads the region again" ask read locked4 1 0
+exec 3>&-
+wait $reader
+check_eq "the reader quits" 0 $?
+
+$PROBE disarm
+rmdir $R/p0
+umount $R
+done_testing

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Residency under the cache model (TAP).
+
+Runs the cache-model scenario on an emulated host with the catcache
+plugin, relays the guest's own checks, then reads the plugin's log of
+the scenario's windows and judges the figures: the pseudo-locked region
+is read with 100% hits under a noisy neighbour, ordinary memory is not,
+cache allocation alone lies between, and each eviction costs what it
+should.  Prints the table of windows.
+
+Usage: test-cache-model.py --plugin LIBCATCACHE.so RIG-ARGS...
+"""
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[0:0] = [HERE, os.path.dirname(HERE)]
+import rig  # noqa: E402  pylint: disable=wrong-import-position
+from righost import Host  # noqa: E402  pylint: disable=wrong-import-position
+from taplib import Tap  # noqa: E402  pylint: disable=wrong-import-position
+
+WINDOW = re.compile(
+    r'catcache: (?:window (?P<label>\S+)|prefetch-off window (?P<n>\d+)) '
+    r'vcpu (?P<vcpu>\d+) clos (?P<clos>\d+): accesses (?P<accesses>\d+) '
+    r'hits (?P<hits>\d+) \(L2 (?P<l2>\d+), L3 (?P<l3>\d+)\) '
+    r'misses (?P<misses>\d+) hit-rate \S+ other-ways (?P<foreign>\d+)')
+
+# What each labelled window is, for the table
+CASES = {
+    'plain': 'ordinary memory, default class',
+    'catonly': 'ordinary memory, exclusive class (CAT only)',
+    'locked': 'pseudo-locked region',
+    'locked2': 'region, after WBINVD on the other L2',
+    'locked3': 'region, after 1024 lines written from the other L2',
+    'locked5': 'region, after 512 more lines flushed (CLFLUSH)',
+    'locked4': 'region, after WBINVD on its own L2',
+}
+
+
+def parse_log(path):
+    """The windows of the plugin's log, in order, and its other lines."""
+    windows, other = [], []
+    with open(path, encoding='utf-8', errors='replace') as f:
+        for line in f:
+            m = WINDOW.search(line)
+            if m:
+                w = {k: int(v) if v and v.isdigit() else v
+                     for k, v in m.groupdict().items()}
+                w['label'] = w['label'] or f"prefetch-off-{w['n']}"
+                w['rate'] = 100.0 * w['hits'] / max(w['accesses'], 1)
+                windows.append(w)
+            elif line.startswith('catcache:'):
+                other.append(line.rstrip())
+    return windows, other
+
+
+def table(windows):
+    rows = ['| case | round | vCPU | class | accesses | hits | of which in '
+            'ways the class may not fill | misses | hit rate |',
+            '|---|---|---|---|---|---|---|---|---|']
+    rounds = {}
+    for w in windows:
+        rounds[w['label']] = rounds.get(w['label'], 0) + 1
+        what = CASES.get(w['label'], w['label'])
+        rows.append(f"| {what} | {rounds[w['label']]} | {w['vcpu']} | "
+                    f"{w['clos']} | {w['accesses']} | {w['hits']} | "
+                    f"{w['foreign']} | {w['misses']} | {w['rate']:.2f}% |")
+    return '\n'.join(rows)
+
+
+def main():
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument('--plugin', required=True)
+    p.add_argument('--plugin-log', required=True,
+                   help="where to keep the plugin's log")
+    own, rest = p.parse_known_args()
+    args = rig.parse_args(rest)
+    rounds = int(re.search(r'rig\.rounds=(\d+)', args.append).group(1)) \
+        if 'rig.rounds=' in args.append else 3
+    tap = Tap()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log = own.plugin_log
+        start = time.monotonic()
+        host = Host(args, tmp, 'host',
+                    extra=['-plugin', own.plugin, '-d', 'plugin', '-D', log])
+        try:
+            host.relay_guest_tap(tap, args.timeout)
+        except (TimeoutError, EOFError) as e:
+            tap.ok(False, 'the scenario ran to its end', str(e))
+        finally:
+            host.close()
+        took = time.monotonic() - start
+        windows, other = parse_log(log)
+
+    tap.diag(f'the run took {took:.0f} s; the plugin logged '
+             f'{len(windows)} windows')
+    tap.diag('\n'.join(other[:40]))
+    tap.diag(table(windows))
+
+    def rates(label):
+        return [w['rate'] for w in windows if w['label'] == label]
+
+    geometry = [o for o in other if re.search(
+        r'L2 cache [01]: 2048 sets, 16 ways, 64-byte lines, cache '
+        r'allocation', o)]
+    tap.ok(len(geometry) == 2, "the model has the host's two L2 caches "
+           '(2048 sets, 16 ways, 64-byte lines) with cache allocation',
+           '\n'.join(other))
+    for label, n in (('plain', rounds), ('catonly', rounds),
+                     ('locked', rounds), ('locked2', rounds),
+                     ('locked3', 1), ('locked5', 1), ('locked4', 1)):
+        tap.ok(len(rates(label)) == n, f'{n} window(s) "{label}" logged',
+               f'{rates(label)}')
+    if not all(rates(label) for label in CASES):
+        return tap.done()
+
+    size = re.search(r'rig\.size=(\d+)([KM]?)', args.append)
+    lines = int(size.group(1)) << {'': 0, 'K': 10, 'M': 20}[size.group(2)] \
+        >> 6
+    tap.ok(all(r == 100.0 for r in rates('locked')),
+           'the locked region: 100% hits in every round under the noisy '
+           'neighbour', f"{rates('locked')}")
+    tap.ok(max(rates('plain')[1:] or rates('plain')) < 25.0,
+           'ordinary memory in the neighbour\'s class: under 25% hits',
+           f"{rates('plain')}")
+    tap.ok(rates('plain')[-1] < rates('catonly')[-1] <= 100.0,
+           'cache allocation alone keeps more than ordinary memory',
+           f"plain {rates('plain')}, catonly {rates('catonly')}")
+    prefetch = [w for w in windows if w['label'].startswith('prefetch-off')]
+    measure = [w for w in prefetch if w['accesses'] >= 2 * lines]
+    tap.ok(len(prefetch) >= 2, 'the kernel\'s locking and measurement are '
+           'prefetch-off windows', f'{prefetch}')
+    # Its window has the region's reads (one every 32 bytes), all hits in
+    # the locked ways, and the measuring thread's own, in its class's ways
+    tap.ok(bool(measure) and measure[-1]['foreign'] == 2 * lines,
+           "the kernel's own measurement: all its reads of the region hit "
+           'in the locked ways', f'{measure}')
+    tap.ok(all(r == 100.0 for r in rates('locked2')),
+           'WBINVD on the other L2 evicts nothing', f"{rates('locked2')}")
+    locked3 = [w for w in windows if w['label'] == 'locked3'][0]
+    tap.ok(locked3['misses'] == 1024,
+           'writes to 1024 lines from the other L2 evict those lines '
+           f"({locked3['misses']} misses)", f'{locked3}')
+    locked5 = [w for w in windows if w['label'] == 'locked5'][0]
+    tap.ok(locked5['misses'] == 1024 + 512,
+           'CLFLUSH of 512 more lines evicts them too '
+           f"({locked5['misses']} misses: those and the 1024 written)",
+           f'{locked5}')
+    tap.ok(rates('locked4')[0] < 5.0,
+           'WBINVD on its own L2 evicts the region', f"{rates('locked4')}")
+    wbinvd = [o for o in other if 'wbinvd vcpu' in o]
+    tap.ok(any('vcpu 3: L2 cache 1 emptied' in o for o in wbinvd) and
+           any('vcpu 1: L2 cache 0 emptied' in o for o in wbinvd),
+           'the offlined CPUs emptied their own L2 caches',
+           '\n'.join(wbinvd))
+    return tap.done()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
