@@ -28,7 +28,8 @@
  *
  * Software in the emulated host drives the model through a CPUID leaf
  * that no CPU defines, EAX = 0x63616368 ("cach"), EBX = command:
- *   1  arm: model from now on (until then accesses cost a flag test)
+ *   1  arm: model from now on (until then only CPUID and WRMSR are
+ *      instrumented; arming and disarming retranslate all code)
  *   2  disarm
  *   3  open a window on this vCPU, labelled by ECX:EDX (8 characters),
  *      that counts the vCPU's accesses to the virtual addresses
@@ -144,6 +145,16 @@ static unsigned max_vcpus;
 static GPtrArray *caches;
 static GMutex caches_lock;
 static int armed;              /* g_atomic_int_*() */
+static qemu_plugin_id_t plugin_id;
+/*
+ * Whether translated code reports memory accesses, WBINVD and CLFLUSH:
+ * only while armed, so that an unarmed model costs a machine no more
+ * than the few instructions it watches (CPUID, WRMSR).  Changing it
+ * flushes the translated code (qemu_plugin_reset()).
+ */
+static bool instrumented;
+
+static void plugin_retranslate(qemu_plugin_id_t id);
 static bool have_rdt = true;
 
 /* Per vCPU: its state must be read again (it executed a WRMSR) */
@@ -690,10 +701,12 @@ static void vcpu_cpuid(unsigned int vcpu, void *udata)
     case CMD_ARM:
         g_atomic_int_set(&armed, 1);
         catlog("armed by vcpu %u", vcpu);
+        qemu_plugin_reset(plugin_id, plugin_retranslate);
         break;
     case CMD_DISARM:
         g_atomic_int_set(&armed, 0);
         catlog("disarmed by vcpu %u", vcpu);
+        qemu_plugin_reset(plugin_id, plugin_retranslate);
         break;
     case CMD_WINDOW_OPEN:
         label = (read_reg(v->gpr[GPR_RCX]) & 0xffffffff) |
@@ -764,11 +777,14 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         const FlushOperand *operand;
         uint8_t rex, seg;
 
-        qemu_plugin_register_vcpu_mem_cb(insn, vcpu_mem,
-                                         QEMU_PLUGIN_CB_NO_REGS,
-                                         QEMU_PLUGIN_MEM_RW, NULL);
+        if (instrumented) {
+            qemu_plugin_register_vcpu_mem_cb(insn, vcpu_mem,
+                                             QEMU_PLUGIN_CB_NO_REGS,
+                                             QEMU_PLUGIN_MEM_RW, NULL);
+        }
         op = insn_opcode(bytes, bytes + len, &rex, &seg);
-        if (!op || op[0] != 0x0f) {
+        if (!op || op[0] != 0x0f ||
+            (!instrumented && op[1] != 0x30 && op[1] != 0xa2)) {
             continue;
         }
         switch (op[1]) {
@@ -825,6 +841,23 @@ static void plugin_exit(qemu_plugin_id_t id, void *p)
            " unmapped", clflush, unresolved);
 }
 
+static void plugin_register(qemu_plugin_id_t id)
+{
+    qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
+    qemu_plugin_register_vcpu_tb_trans_cb(id, vcpu_tb_trans);
+    qemu_plugin_register_atexit_cb(id, plugin_exit, NULL);
+}
+
+/*
+ * After qemu_plugin_reset() (every vCPU stopped, the translated code and
+ * the callbacks gone): translate anew for the armed state
+ */
+static void plugin_retranslate(qemu_plugin_id_t id)
+{
+    instrumented = g_atomic_int_get(&armed);
+    plugin_register(id);
+}
+
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
                                            const qemu_info_t *info,
                                            int argc, char **argv)
@@ -858,8 +891,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
     dirty_board = qemu_plugin_scoreboard_new(sizeof(uint64_t));
     dirty = qemu_plugin_scoreboard_u64(dirty_board);
 
-    qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
-    qemu_plugin_register_vcpu_tb_trans_cb(id, vcpu_tb_trans);
-    qemu_plugin_register_atexit_cb(id, plugin_exit, NULL);
+    plugin_id = id;
+    instrumented = g_atomic_int_get(&armed);
+    plugin_register(id);
     return 0;
 }
