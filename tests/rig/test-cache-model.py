@@ -36,6 +36,7 @@ CASES = {
     'plain': 'ordinary memory, default class',
     'catonly': 'ordinary memory, exclusive class (CAT only)',
     'locked': 'pseudo-locked region',
+    'qmp-res': "region, read by QEMU's query-pseudolock-residency",
     'locked2': 'region, after WBINVD on the other L2',
     'locked3': 'region, after 1024 lines written from the other L2',
     'locked5': 'region, after 512 more lines flushed (CLFLUSH)',
@@ -142,6 +143,12 @@ def main():
     tap.ok(bool(measure) and measure[-1]['foreign'] == 2 * lines,
            "the kernel's own measurement: all its reads of the region hit "
            'in the locked ways', f'{measure}')
+    # Over QMP and HMP, one window each
+    qmp = [w for w in windows if w['label'] == 'qmp-res']
+    tap.ok(len(qmp) == 2 and all(w['foreign'] == w['accesses'] == lines
+                                 for w in qmp),
+           "QEMU's query-pseudolock-residency: all its reads of its own "
+           'mapping hit in the locked ways', f'{qmp}')
     tap.ok(all(r == 100.0 for r in rates('locked2')),
            'WBINVD on the other L2 evicts nothing', f"{rates('locked2')}")
     locked3 = [w for w in windows if w['label'] == 'locked3'][0]

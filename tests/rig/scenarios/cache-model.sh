@@ -10,7 +10,8 @@
 #            (cache allocation alone, no lock);
 #   locked   the pseudo-locked region (ways 8-15 of L2 cache 0), mapped;
 # and the kernel measures the region itself (pseudo_lock_measure, mode
-# 1, a prefetch-off window).  Then what evicts it: WBINVD on the other
+# 1, a prefetch-off window), and so does the fork's QEMU in its own
+# mapping (query-pseudolock-residency: the window "qmp-res").  Then what evicts it: WBINVD on the other
 # L2 (CPU 3 goes offline: nothing lost, "locked2"), writes to 1024 of
 # its lines from a CPU of the other L2 ("locked3"), CLFLUSH of the next
 # 512 ("locked5": those lines are lost as well), WBINVD on its own L2
@@ -84,6 +85,36 @@ ask() {
 check "the reader reads the region, mapped" ask read locked $rounds $pause
 check "the kernel measures the region (pseudo_lock_measure, mode 1)" \
     sh -c "echo 1 >/sys/kernel/debug/resctrl/p0/pseudo_lock_measure"
+
+step "QEMU measures the region in its own mapping"
+QEMU=/usr/bin/qemu-system-x86_64
+machine="-machine none -accel qtest -nodefaults -display none \
+    -qmp unix:$QMP,server=on,wait=off"
+start_qemu -object memory-backend-pseudolock,id=pl0,path=/dev/pseudo_lock/p0
+check_eq "QEMU maps the region" 0 $?
+# contains TEXT PATTERN: whether TEXT has a line that matches PATTERN
+contains() {
+    printf '%s\n' "$1" | grep -q -e "$2"
+}
+
+lines=$(( $(sed -n 's/.*=//p' $R/p0/size) / 64 ))
+reply=$(qmp '{"execute": "query-pseudolock-residency", "arguments": {"id": "pl0"}}')
+diag "$reply"
+check "query-pseudolock-residency times a read of each of its $lines lines" \
+    contains "$reply" "\"reads\": $lines,"
+check "  and says that the emulated host runs under a hypervisor" \
+    contains "$reply" '"hypervisor": true'
+check "  from a CPU of the region's cache" \
+    contains "$reply" '"cpu": [01],'
+out=$(hmp_command 'info pseudolock-residency pl0 100')
+diag "$out"
+check "info pseudolock-residency prints the histogram" \
+    contains "$out" "^pl0: $lines reads of 64-byte lines on CPU [01], .* at most 100 cycles"
+reply=$(qmp '{"execute": "query-pseudolock-residency", "arguments": {"id": "nope"}}')
+diag "$reply"
+check "an id that is no such backend is refused" \
+    contains "$reply" "'nope' is not a mapped memory-backend-pseudolock object"
+stop_qemu
 
 step "what evicts it"
 echo 0 >/sys/devices/system/cpu/cpu3/online
