@@ -93,6 +93,17 @@ cpu0_cache_dir() {
     done | tail -n 1
 }
 
+# refuses DESCRIPTION ERR-FILE COMMAND...: one test, passing when COMMAND
+# (a QEMU that should refuse its configuration) exits with status 1
+# within 60 s; its stderr goes to ERR-FILE and is shown as a comment
+refuses() {
+    desc=$1 err=$2
+    shift 2
+    timeout -s KILL 60 "$@" 2>"$err"
+    check_eq "$desc" 1 $?
+    diag "$(grep -v "TCG doesn't support" "$err")"
+}
+
 # The monitor of the QEMU a scenario runs inside the emulated host
 QMP=${RIG_TMP:-/tmp}/qmp.sock
 
@@ -139,6 +150,37 @@ start_qemu() {
 stop_qemu() {
     qmp '{"execute": "quit"}' >/dev/null
     wait $qemu_pid
+}
+
+# dimm_refused NEXT-TO PATTERN: in the running QEMU ($qemu_pid), region p0
+# added as backend pl1 and plugged as a DIMM next to NEXT-TO (what the
+# machine has) is refused, the reply holding the text PATTERN; QEMU
+# still answers, and nothing stays: no DIMM, the backend deleted, no
+# descriptor of the region
+dimm_refused() {
+    reply=$(qmp "{\"execute\": \"object-add\", \"arguments\": {\"qom-type\": \"memory-backend-pseudolock\", \"id\": \"pl1\", \"path\": \"/dev/pseudo_lock/p0\"}}")
+    check_eq "object-add of the region works next to $1" \
+        '{"return": {}}' "$reply"
+    reply=$(qmp '{"execute": "device_add", "arguments": {"driver": "pc-dimm", "id": "dimm1", "memdev": "pl1"}}')
+    diag "$reply"
+    case $reply in
+    *'"error"'*"$2"*) ok "but plugging it as a DIMM is refused, saying why" ;;
+    *) not_ok "but plugging it as a DIMM is refused, saying why" ;;
+    esac
+    reply=$(qmp '{"execute": "query-status"}')
+    check "QEMU still answers" contains_return "$reply"
+    reply=$(qmp '{"execute": "query-memory-devices"}')
+    check_eq "no DIMM is plugged" '{"return": []}' "$reply"
+    reply=$(qmp '{"execute": "object-del", "arguments": {"id": "pl1"}}')
+    check_eq "and the backend can be deleted" '{"return": {}}' "$reply"
+    check "QEMU holds no descriptor of the region" \
+        sh -c "! ls -l /proc/$qemu_pid/fd | grep -q pseudo_lock"
+}
+
+# contains_return REPLY: whether a QMP reply is a success
+contains_return() {
+    case $1 in *'"return"'*) return 0 ;; esac
+    return 1
 }
 
 # lock_region_p0: mount resctrl and pseudo-lock ways 8-15 of L2 cache 0

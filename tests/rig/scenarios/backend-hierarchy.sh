@@ -23,6 +23,15 @@ cache_id() {
     done | tail -n 1
 }
 
+# refused_in_hierarchy DESCRIPTION OBJECT-OPTIONS: QEMU refuses to create
+# the region, with the kernel's reason, and leaves no group behind
+refused_in_hierarchy() {
+    refuses "$1" /tmp/refused.err $qemu_none -object "$2"
+    check "  with the kernel's reason" \
+        grep -q "Pseudo-locked region in hierarchy" /tmp/refused.err
+    check_eq "  and no group is left behind" "$groups" "$(qemu_groups)"
+}
+
 # qemu_groups: the resctrl groups QEMUs created, one a line
 qemu_groups() {
     (cd $R && ls -d qemu-pl-* 2>/dev/null)
@@ -57,15 +66,9 @@ l3_pid=$qemu_pid
 groups=$(qemu_groups)
 
 # An L2 region under it
-timeout -s KILL 60 $qemu_none \
-    -object $pl,id=l2,cache-level=2,cache-id=$l2_first,size=256K \
-    2>/tmp/under.err
-check_eq "an L2 region on L2 cache $l2_first, under the locked L3, is refused" \
-    1 $?
-diag "$(cat /tmp/under.err)"
-check "  with the kernel's reason" \
-    grep -q "Pseudo-locked region in hierarchy" /tmp/under.err
-check_eq "  and no group is left behind" "$groups" "$(qemu_groups)"
+refused_in_hierarchy \
+    "an L2 region on L2 cache $l2_first, under the locked L3, is refused" \
+    "$pl,id=l2,cache-level=2,cache-id=$l2_first,size=256K"
 
 # Over QMP, where hints do not reach the client, the reason must too
 mv $QMP $QMP.l3
@@ -90,14 +93,10 @@ l2_pid=$qemu_pid
 mv $QMP $QMP.l2
 
 # The L3 above that L2 region
-timeout -s KILL 60 $qemu_none \
-    -object $pl,id=l3b,cache-level=3,cache-id=$l3_last,size=1M \
-    2>/tmp/over.err
-check_eq "an L3 region on L3 cache $l3_last, over the locked L2, is refused" \
-    1 $?
-diag "$(cat /tmp/over.err)"
-check "  with the kernel's reason" \
-    grep -q "Pseudo-locked region in hierarchy" /tmp/over.err
+groups=$(qemu_groups)
+refused_in_hierarchy \
+    "an L3 region on L3 cache $l3_last, over the locked L2, is refused" \
+    "$pl,id=l3b,cache-level=3,cache-id=$l3_last,size=1M"
 
 # Both QEMUs quit; their groups go with them
 QMP=$QMP.l2 qmp '{"execute": "quit"}' >/dev/null
