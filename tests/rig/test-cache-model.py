@@ -40,6 +40,9 @@ CASES = {
     'locked2': 'region, after WBINVD on the other L2',
     'locked3': 'region, after 1024 lines written from the other L2',
     'locked5': 'region, after 512 more lines flushed (CLFLUSH)',
+    'mig-in': 'region, after an incoming migration by a QEMU on its CPUs',
+    'mig-out': 'region, after an incoming migration by a QEMU on the '
+               'other L2',
     'locked4': 'region, after WBINVD on its own L2',
 }
 
@@ -116,7 +119,8 @@ def main():
            '\n'.join(other))
     for label, n in (('plain', rounds), ('catonly', rounds),
                      ('locked', rounds), ('locked2', rounds),
-                     ('locked3', 1), ('locked5', 1), ('locked4', 1)):
+                     ('locked3', 1), ('locked5', 1), ('mig-in', 1),
+                     ('mig-out', 1), ('locked4', 1)):
         tap.ok(len(rates(label)) == n, f'{n} window(s) "{label}" logged',
                f'{rates(label)}')
     if not all(rates(label) for label in CASES):
@@ -160,6 +164,15 @@ def main():
            'CLFLUSH of 512 more lines evicts them too '
            f"({locked5['misses']} misses: those and the 1024 written)",
            f'{locked5}')
+    mig_in = [w for w in windows if w['label'] == 'mig-in'][0]
+    tap.ok(mig_in['foreign'] == lines - 1024 - 512,
+           'an incoming migration by a QEMU on the cache\'s CPUs leaves the '
+           f"locked lines in place ({mig_in['foreign']} hits there)",
+           f'{mig_in}')
+    mig_out = [w for w in windows if w['label'] == 'mig-out'][0]
+    tap.ok(mig_out['foreign'] == 0,
+           'one by a QEMU on the other L2 takes every line out of the '
+           f"locked ways ({mig_out['misses']} misses)", f'{mig_out}')
     tap.ok(rates('locked4')[0] < 5.0,
            'WBINVD on its own L2 evicts the region', f"{rates('locked4')}")
     wbinvd = [o for o in other if 'wbinvd vcpu' in o]

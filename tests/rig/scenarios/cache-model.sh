@@ -14,8 +14,9 @@
 # mapping (query-pseudolock-residency: the window "qmp-res").  Then what evicts it: WBINVD on the other
 # L2 (CPU 3 goes offline: nothing lost, "locked2"), writes to 1024 of
 # its lines from a CPU of the other L2 ("locked3"), CLFLUSH of the next
-# 512 ("locked5": those lines are lost as well), WBINVD on its own L2
-# (CPU 1 goes offline: "locked4").
+# 512 ("locked5": those lines are lost as well), an incoming migration
+# into a QEMU on the cache's CPUs ("mig-in") and on the other L2's
+# ("mig-out"), WBINVD on its own L2 (CPU 1 goes offline: "locked4").
 #
 # The guest only acts; test-cache-model.py reads the plugin's log of the
 # windows afterwards and judges the figures.  rig.size=1M and
@@ -92,6 +93,11 @@ machine="-machine none -accel qtest -nodefaults -display none \
     -qmp unix:$QMP,server=on,wait=off"
 start_qemu -object memory-backend-pseudolock,id=pl0,path=/dev/pseudo_lock/p0
 check_eq "QEMU maps the region" 0 $?
+# qmp_succeeds COMMAND PATTERN: whether the reply to COMMAND matches
+qmp_succeeds() {
+    qmp "$1" | grep -q -e "$2"
+}
+
 # contains TEXT PATTERN: whether TEXT has a line that matches PATTERN
 contains() {
     printf '%s\n' "$1" | grep -q -e "$2"
@@ -127,6 +133,51 @@ check "the reader writes 1024 of the region's lines from CPU 2 (the other L2)" \
 check "the reader reads the region again" ask read locked3 1 0
 check "the reader flushes the next 512 lines (CLFLUSH)" ask clflush 1024 512
 check "the reader reads the region again" ask read locked5 1 0
+
+# An incoming migration writes the whole region from the destination
+# QEMU's threads: from the cache's CPUs (0-1) the locked lines stay,
+# from the other L2's (2-3) they all leave.  The source's node 1 is a
+# region it creates on L2 cache 1, filled with a pattern (so that the
+# stream carries data, not zero pages, which the destination would
+# only read); the state goes through a file.
+vm_machine="-machine q35 -accel qtest -nodefaults -display none -m 65M \
+    -object memory-backend-ram,id=ram0,size=64M \
+    -numa node,nodeid=0,memdev=ram0 -numa node,nodeid=1,memdev=pl0 \
+    -qmp unix:$QMP,server=on,wait=off"
+head -c 1048576 /dev/zero | tr '\0' 'Z' >/tmp/pattern
+machine=$vm_machine
+qemu_prefix="taskset -c 2-3"
+start_qemu -object memory-backend-pseudolock,id=pl0,cache-level=2,cache-id=1,size=1M \
+    -device loader,file=/tmp/pattern,addr=0x4000000,force-raw=on
+qmp '{"execute": "stop"}' >/dev/null
+qmp '{"execute": "migrate", "arguments": {"uri": "file:/tmp/state"}}' >/dev/null
+for i in $(seq 300); do
+    qmp '{"execute": "query-migrate"}' | grep -q '"completed"' && break
+    sleep 0.2
+done
+check "a guest whose node 1 is a region on L2 cache 1 is saved to a file" \
+    qmp_succeeds '{"execute": "query-migrate"}' '"completed"'
+stop_qemu
+
+# incoming CPUS LABEL: restore the guest into a QEMU on CPUS whose node 1
+# is region p0, then have the reader read the region in window LABEL
+incoming() {
+    qemu_prefix="taskset -c $1"
+    start_qemu \
+        -object memory-backend-pseudolock,id=pl0,path=/dev/pseudo_lock/p0 \
+        -incoming file:/tmp/state
+    for i in $(seq 300); do
+        qmp '{"execute": "query-status"}' | grep -q '"inmigrate"' || break
+        sleep 0.2
+    done
+    check "the guest is restored into region p0 by a QEMU on CPUs $1" \
+        qmp_succeeds '{"execute": "query-status"}' '"postmigrate"\|"paused"'
+    stop_qemu
+    check "the reader reads the region again" ask read $2 1 0
+}
+incoming 0-1 mig-in
+incoming 2-3 mig-out
+qemu_prefix=
 kill $noise
 wait $noise 2>/dev/null
 echo 0 >/sys/devices/system/cpu/cpu1/online
