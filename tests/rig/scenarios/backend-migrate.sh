@@ -7,8 +7,9 @@
 # file and restoring it (what virsh save/restore and savevm/loadvm
 # load through), and dump-guest-memory.  A destination region of
 # another size, postcopy and background snapshots are refused with a
-# reason, and the source goes on with its memory intact.  Nothing is
-# left in resctrl.  (qtest accelerator: the loader device writes node 1
+# reason, and the source goes on with its memory intact.  A vCPU
+# hot-plugged next to the region leaves it alone.  Nothing is left in
+# resctrl.  (qtest accelerator: the loader device writes node 1
 # at reset; nothing executes guest code.)
 
 R=/sys/fs/resctrl
@@ -197,6 +198,28 @@ check "a QEMU with its region on L2 cache 0 restores it" node1_holds $SRC 91
 qmp_at $SRC '{"execute": "quit"}' >/dev/null
 wait $src_pid
 rm -f /tmp/state
+
+# --- a vCPU hot-plugged next to the region ------------------------------
+# Nothing happens to the region: it stays mapped and locked, and the new
+# vCPU is one more thread with QEMU's affinity, which the user (or
+# libvirt's vcpupin) pins as the others
+vm $SRC 0 $size -smp 1,maxcpus=2
+src_pid=$vm_pid
+answers $SRC $src_pid
+threads=$(ls /proc/$src_pid/task | wc -l)
+reply=$(qmp_at $SRC '{"execute": "device_add", "arguments": {"driver": "qemu64-x86_64-cpu", "id": "cpu1", "socket-id": 0, "core-id": 1, "thread-id": 0}}')
+diag "$reply"
+check_eq "a vCPU is hot-plugged into the machine with the region" \
+    '{"return": {}}' "$reply"
+check_eq "  which now has two vCPUs" 2 \
+    "$(qmp_at $SRC '{"execute": "query-cpus-fast"}' | grep -o '"cpu-index"' | wc -l)"
+check "  and one more thread" test "$(ls /proc/$src_pid/task | wc -l)" -gt $threads
+reply=$(qmp_at $SRC '{"execute": "query-pseudolock"}')
+check "  and the region is still mapped and locked" \
+    sh -c "echo '$reply' | grep -q '\"mapped-size\": $size' &&
+           echo '$reply' | grep -q '\"locked\": true'"
+qmp_at $SRC '{"execute": "quit"}' >/dev/null
+wait $src_pid
 check_eq "nothing is left in resctrl" 0 "$(groups)"
 check_eq "no device node is left" 0 "$(ls /dev/pseudo_lock 2>/dev/null | wc -l)"
 done_testing
