@@ -90,6 +90,18 @@ static inline uint64_t residency_time_read(const volatile uint8_t *p)
     return end - start;
 }
 
+/* Whether the calling thread may only run on CPUs of @cpus */
+static bool residency_within(const cpu_set_t *cpus)
+{
+    cpu_set_t mine, both;
+
+    if (sched_getaffinity(0, sizeof(mine), &mine) < 0) {
+        return false;
+    }
+    CPU_AND(&both, &mine, cpus);
+    return CPU_EQUAL(&both, &mine);
+}
+
 static void *residency_thread(void *opaque)
 {
     ResidencyRun *run = opaque;
@@ -102,7 +114,14 @@ static void *residency_thread(void *opaque)
     for (i = 0; i < run->cpus->len; i++) {
         CPU_SET(g_array_index(run->cpus, unsigned, i), &set);
     }
-    if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+    /*
+     * A thread already confined to the cache's CPUs (QEMU pinned there,
+     * as libvirt's emulatorpin does) stays as it is: under a seccomp
+     * sandbox with resourcecontrol=deny, it could not change its
+     * affinity at all.
+     */
+    if (!residency_within(&set) &&
+        sched_setaffinity(0, sizeof(set), &set) < 0) {
         run->err = errno;
         return NULL;
     }

@@ -147,9 +147,9 @@ def main():
     tap.ok(bool(measure) and measure[-1]['foreign'] == 2 * lines,
            "the kernel's own measurement: all its reads of the region hit "
            'in the locked ways', f'{measure}')
-    # Over QMP and HMP, one window each
+    # Over QMP and HMP, one window each, and over QMP in a sandbox
     qmp = [w for w in windows if w['label'] == 'qmp-res']
-    tap.ok(len(qmp) == 2 and all(w['foreign'] == w['accesses'] == lines
+    tap.ok(len(qmp) == 3 and all(w['foreign'] == w['accesses'] == lines
                                  for w in qmp),
            "QEMU's query-pseudolock-residency: all its reads of its own "
            'mapping hit in the locked ways', f'{qmp}')

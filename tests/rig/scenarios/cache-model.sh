@@ -122,6 +122,18 @@ check "an id that is no such backend is refused" \
     contains "$reply" "'nope' is not a mapped memory-backend-pseudolock object"
 stop_qemu
 
+# As libvirt runs it: pinned to the cache's CPUs, in a seccomp sandbox
+# that forbids changing the affinity
+qemu_prefix="taskset -c 0-1"
+start_qemu -sandbox on,resourcecontrol=deny \
+    -object memory-backend-pseudolock,id=pl0,path=/dev/pseudo_lock/p0
+qemu_prefix=
+reply=$(qmp '{"execute": "query-pseudolock-residency", "arguments": {"id": "pl0"}}')
+diag "$reply"
+check "a sandboxed QEMU on the cache's CPUs measures the region too" \
+    contains "$reply" "\"reads\": $lines,"
+stop_qemu
+
 step "what evicts it"
 echo 0 >/sys/devices/system/cpu/cpu3/online
 check_eq "CPU 3 (the other L2) goes offline: WBINVD there" \
