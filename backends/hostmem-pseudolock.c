@@ -250,6 +250,7 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
         backend->prealloc = false;
         migration_add_notifier(&pl->migration_notifier,
                                pseudolock_migration_notify);
+        pseudolock_relock_on_start_add(pl);
         return true;
     }
 
@@ -272,6 +273,7 @@ static void pseudolock_backend_unparent(Object *obj)
     HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
 
     migration_remove_notifier(&pl->migration_notifier);
+    pseudolock_relock_on_start_del(pl);
     pseudolock_unmap(pl);
     pseudolock_region_remove(pl);
 }
@@ -282,6 +284,7 @@ static void pseudolock_backend_instance_finalize(Object *obj)
 
     /* Already done if the object was deleted; not if it never was added */
     migration_remove_notifier(&pl->migration_notifier);
+    pseudolock_relock_on_start_del(pl);
     pseudolock_unmap(pl);
     pseudolock_region_remove(pl);
     /* A group that had to stay, its region still mapped, is not ours now */

@@ -9,7 +9,8 @@
  * as query-memdev does and reports each mapped region; the HMP command
  * prints the same reply for people.  They report what the backend found
  * out when it mapped, and ask resctrl only one thing afresh: whether the
- * region's group is still pseudo-locked.
+ * region's group is still pseudo-locked.  The lookup of a mapped
+ * backend by id is here too, for the other commands on one backend.
  */
 
 #include "qemu/osdep.h"
@@ -19,6 +20,23 @@
 #include "qapi/qapi-commands-pseudolock.h"
 #include "qemu/cutils.h"
 #include "system/hostmem-pseudolock.h"
+
+HostMemoryBackendPseudolock *pseudolock_find_mapped(const char *id,
+                                                    Error **errp)
+{
+    Object *obj = object_resolve_path_component(object_get_objects_root(),
+                                                id);
+    HostMemoryBackendPseudolock *pl = (HostMemoryBackendPseudolock *)
+        object_dynamic_cast(obj, TYPE_MEMORY_BACKEND_PSEUDOLOCK);
+
+    if (!pl || !pl->host) {
+        error_setg(errp, "'%s' is not a mapped memory-backend-pseudolock "
+                   "object", id);
+        error_append_hint(errp, "query-pseudolock lists them.\n");
+        return NULL;
+    }
+    return pl;
+}
 
 static int query_pseudolock_one(Object *obj, void *opaque)
 {

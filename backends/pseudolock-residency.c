@@ -165,10 +165,7 @@ PseudolockResidency *qmp_query_pseudolock_residency(const char *id,
                                                     uint64_t threshold,
                                                     Error **errp)
 {
-    Object *obj = object_resolve_path_component(object_get_objects_root(),
-                                                id);
-    HostMemoryBackendPseudolock *pl = (HostMemoryBackendPseudolock *)
-        object_dynamic_cast(obj, TYPE_MEMORY_BACKEND_PSEUDOLOCK);
+    HostMemoryBackendPseudolock *pl = pseudolock_find_mapped(id, errp);
     g_autofree uint64_t *cycles = NULL;
     uint64_t buckets[RESIDENCY_BUCKETS + 1] = { 0 };
     PseudolockLatencyBucketList **tail;
@@ -177,10 +174,7 @@ PseudolockResidency *qmp_query_pseudolock_residency(const char *id,
     QemuThread thread;
     uint64_t i;
 
-    if (!pl || !pl->host) {
-        error_setg(errp, "'%s' is not a mapped memory-backend-pseudolock "
-                   "object", id);
-        error_append_hint(errp, "query-pseudolock lists them.\n");
+    if (!pl) {
         return NULL;
     }
     if (!pl->host_cpus) {

@@ -11,7 +11,9 @@
  * backends/pseudolock-region.c; mapping the device with the CPU
  * affinity it demands, and letting go of it, in
  * backends/pseudolock-map.c; query-pseudolock and info pseudolock in
- * backends/pseudolock-monitor-cmds.c.  Only those files include this.
+ * backends/pseudolock-monitor-cmds.c; query-pseudolock-residency in
+ * backends/pseudolock-residency.c; loading a region into its cache
+ * again in backends/pseudolock-relock.c.  Only those files include this.
  */
 
 #ifndef SYSTEM_HOSTMEM_PSEUDOLOCK_H
@@ -20,6 +22,7 @@
 #include "qemu/notify.h"
 #include "qemu/queue.h"
 #include "system/hostmem.h"
+#include "system/runstate.h"
 
 #define TYPE_MEMORY_BACKEND_PSEUDOLOCK "memory-backend-pseudolock"
 
@@ -58,6 +61,10 @@ struct HostMemoryBackendPseudolock {
 
     /* Refuses the migrations that cannot carry the region, while mapped */
     NotifierWithReturn migration_notifier;
+
+    /* Relocks the region whenever the guest starts running, while mapped */
+    VMChangeStateEntry *vm_start_entry;
+    bool relock_works;          /* until the kernel says it cannot */
 };
 
 /* backends/pseudolock-region.c */
@@ -173,5 +180,37 @@ bool pseudolock_unmap(HostMemoryBackendPseudolock *pl);
  * The range is unmapped after an RCU grace period.
  */
 void pseudolock_free_range(HostMemoryBackendPseudolock *pl);
+
+/* backends/pseudolock-monitor-cmds.c */
+
+/**
+ * pseudolock_find_mapped: the mapped backend of a monitor command's id
+ * @id: the id of a memory-backend-pseudolock object
+ * @errp: pointer to a NULL-initialized error object
+ *
+ * Returns: the backend, or NULL with @errp set if @id is not a mapped
+ * memory-backend-pseudolock object.
+ */
+HostMemoryBackendPseudolock *pseudolock_find_mapped(const char *id,
+                                                    Error **errp);
+
+/* backends/pseudolock-relock.c */
+
+/**
+ * pseudolock_relock_on_start_add: relock @pl whenever the guest starts
+ * @pl: a mapped backend
+ *
+ * An incoming migration or loadvm wrote the region from outside its
+ * cache while the guest was stopped; the kernel loads it again before
+ * the vCPUs run.  On a host kernel without the relock ioctl this does
+ * nothing.
+ */
+void pseudolock_relock_on_start_add(HostMemoryBackendPseudolock *pl);
+
+/**
+ * pseudolock_relock_on_start_del: undo pseudolock_relock_on_start_add()
+ * @pl: the backend; nothing is done if it was not added
+ */
+void pseudolock_relock_on_start_del(HostMemoryBackendPseudolock *pl);
 
 #endif /* SYSTEM_HOSTMEM_PSEUDOLOCK_H */

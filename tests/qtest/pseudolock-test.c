@@ -1,7 +1,8 @@
 /*
  * QTest of memory-backend-pseudolock without a pseudo-locked region:
  * bad configurations are refused with a clear error and leave nothing
- * behind, and query-pseudolock answers an empty list.  The rig tests
+ * behind, query-pseudolock answers an empty list, and the commands on
+ * one backend refuse ids that name none.  The rig tests
  * the backend against the kernel's real device.
  *
  * Copyright (c) 2026 qemu-pseudolock developers
@@ -154,10 +155,39 @@ static void test_query_empty(void)
     qtest_quit(qts);
 }
 
+/* The commands on one backend refuse an id that names none */
+static void test_no_such_backend(void)
+{
+    QTestState *qts = qtest_init("-machine none "
+                                 "-object memory-backend-ram,id=ram0,size=1M");
+    static const char *const commands[] = {
+        "pseudolock-relock", "query-pseudolock-residency",
+    };
+    static const char *const ids[] = { "nope", "ram0" };
+
+    for (int i = 0; i < ARRAY_SIZE(commands); i++) {
+        for (int j = 0; j < ARRAY_SIZE(ids); j++) {
+            QDict *resp = qtest_qmp(qts, "{ 'execute': %s,"
+                                    "  'arguments': { 'id': %s } }",
+                                    commands[i], ids[j]);
+            g_autofree char *want =
+                g_strdup_printf("'%s' is not a mapped "
+                                "memory-backend-pseudolock object", ids[j]);
+
+            g_assert(qdict_haskey(resp, "error"));
+            g_assert_cmpstr(qdict_get_str(qdict_get_qdict(resp, "error"),
+                                          "desc"), ==, want);
+            qobject_unref(resp);
+        }
+    }
+    qtest_quit(qts);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/pseudolock/bad-config", test_bad_config);
     qtest_add_func("/pseudolock/query-empty", test_query_empty);
+    qtest_add_func("/pseudolock/no-such-backend", test_no_such_backend);
     return g_test_run();
 }
