@@ -177,10 +177,45 @@ dimm_refused() {
         sh -c "! ls -l /proc/$qemu_pid/fd | grep -q pseudo_lock"
 }
 
+# contains TEXT PATTERN: whether TEXT has a line that matches PATTERN
+# (TEXT may hold any quotes, as QEMU's error messages do)
+contains() {
+    printf '%s\n' "$1" | grep -q -e "$2"
+}
+
 # contains_return REPLY: whether a QMP reply is a success
 contains_return() {
     case $1 in *'"return"'*) return 0 ;; esac
     return 1
+}
+
+# reader_start CPU DEVICE SIZE: a cache-probe reader on CPU that maps
+# DEVICE (SIZE bytes) once and obeys ask(): every mmap of the device
+# zeroes the region from the calling CPU, which would write evicted lines
+# back into that CPU's class's ways, so one reader keeps one mapping
+reader_start() {
+    mkfifo /tmp/reader.in
+    taskset -c "$1" /rig/bin/cache-probe reader "$2" "$3" \
+        </tmp/reader.in >/tmp/reader.out &
+    reader=$!
+    exec 3>/tmp/reader.in
+    asked=0
+}
+
+# ask COMMAND: have the reader run COMMAND, and wait until it has
+ask() {
+    asked=$((asked + 1))
+    echo "$*" >&3
+    while [ "$(grep -c '^done' /tmp/reader.out)" -lt $asked ]; do
+        kill -0 $reader 2>/dev/null || return 1
+        sleep 0.1
+    done
+}
+
+# reader_stop: end the reader; fails if it did not quit cleanly
+reader_stop() {
+    exec 3>&-
+    wait $reader
 }
 
 # lock_region_p0: mount resctrl and pseudo-lock ways 8-15 of L2 cache 0

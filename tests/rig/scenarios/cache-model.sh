@@ -18,6 +18,12 @@
 # into a QEMU on the cache's CPUs ("mig-in") and on the other L2's
 # ("mig-out"), WBINVD on its own L2 (CPU 1 goes offline: "locked4").
 #
+# With rig.relock=works (the patched kernel, whose PSEUDO_LOCK_RELOCK
+# ioctl loads a region again), two more: the guest migrated in by the
+# QEMU on the other L2 starts running, which has QEMU relock the region
+# ("mig-run"), and after the WBINVD a stopped QEMU relocks it when
+# asked over QMP ("relocked").
+#
 # The guest only acts; test-cache-model.py reads the plugin's log of the
 # windows afterwards and judges the figures.  rig.size=1M and
 # rig.rounds=3 set the reads.
@@ -28,6 +34,7 @@ size=$(cmdline_arg size)
 size=${size:-1M}
 rounds=$(cmdline_arg rounds)
 rounds=${rounds:-3}
+relock=$(cmdline_arg relock)
 pause=300
 
 $PROBE arm
@@ -63,25 +70,7 @@ rmdir $R/catonly
 step "the pseudo-locked region"
 check "ways 8-15 of L2 cache 0 are locked as region p0" \
     pseudo_lock p0 'L2:0=ff00'
-# One reader maps the region once: every mmap of the device zeroes the
-# region from the calling CPU, which would write evicted lines back into
-# that CPU's class's ways
-mkfifo /tmp/reader.in
-taskset -c 0 $PROBE reader /dev/pseudo_lock/p0 $size \
-    </tmp/reader.in >/tmp/reader.out &
-reader=$!
-exec 3>/tmp/reader.in
-asked=0
-
-# ask COMMAND: have the reader run COMMAND, and wait until it has
-ask() {
-    asked=$((asked + 1))
-    echo "$*" >&3
-    while [ "$(grep -c '^done' /tmp/reader.out)" -lt $asked ]; do
-        kill -0 $reader 2>/dev/null || return 1
-        sleep 0.1
-    done
-}
+reader_start 0 /dev/pseudo_lock/p0 $size
 
 check "the reader reads the region, mapped" ask read locked $rounds $pause
 check "the kernel measures the region (pseudo_lock_measure, mode 1)" \
@@ -96,11 +85,6 @@ check_eq "QEMU maps the region" 0 $?
 # qmp_succeeds COMMAND PATTERN: whether the reply to COMMAND matches
 qmp_succeeds() {
     qmp "$1" | grep -q -e "$2"
-}
-
-# contains TEXT PATTERN: whether TEXT has a line that matches PATTERN
-contains() {
-    printf '%s\n' "$1" | grep -q -e "$2"
 }
 
 lines=$(( $(sed -n 's/.*=//p' $R/p0/size) / 64 ))
@@ -171,8 +155,9 @@ check "a guest whose node 1 is a region on L2 cache 1 is saved to a file" \
     qmp_succeeds '{"execute": "query-migrate"}' '"completed"'
 stop_qemu
 
-# incoming CPUS LABEL: restore the guest into a QEMU on CPUS whose node 1
-# is region p0, then have the reader read the region in window LABEL
+# incoming CPUS LABEL [cont]: restore the guest into a QEMU on CPUS whose
+# node 1 is region p0 (and with "cont", let it run), then have the reader
+# read the region in window LABEL
 incoming() {
     qemu_prefix="taskset -c $1"
     start_qemu \
@@ -184,11 +169,21 @@ incoming() {
     done
     check "the guest is restored into region p0 by a QEMU on CPUs $1" \
         qmp_succeeds '{"execute": "query-status"}' '"postmigrate"\|"paused"'
+    if [ "${3:-}" = cont ]; then
+        check "  and runs" qmp_succeeds '{"execute": "cont"}' '"return"'
+        qmp "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": $((0x4000000)), \"size\": 1048576, \"filename\": \"/tmp/node1\"}}" >/dev/null
+        check "  with the saved guest's node 1 in the region" \
+            cmp -s /tmp/node1 /tmp/pattern
+    fi
     stop_qemu
     check "the reader reads the region again" ask read $2 1 0
 }
 incoming 0-1 mig-in
 incoming 2-3 mig-out
+if [ "$relock" = works ]; then
+    # QEMU relocks its regions when the guest starts running
+    incoming 2-3 mig-run cont
+fi
 qemu_prefix=
 kill $noise
 wait $noise 2>/dev/null
@@ -197,9 +192,21 @@ check_eq "CPU 1 (the region's L2) goes offline: WBINVD there" \
     0 "$(cat /sys/devices/system/cpu/cpu1/online)"
 echo 1 >/sys/devices/system/cpu/cpu1/online
 check "the reader reads the region again" ask read locked4 1 0
-exec 3>&-
-wait $reader
-check_eq "the reader quits" 0 $?
+if [ "$relock" = works ]; then
+    # A QEMU that was never started (-S: no relock at start) asks for it,
+    # from the other L2's CPUs: the kernel does it on the cache's
+    machine="-machine none -accel qtest -nodefaults -display none -S \
+        -qmp unix:$QMP,server=on,wait=off"
+    qemu_prefix="taskset -c 2-3"
+    start_qemu -object memory-backend-pseudolock,id=pl0,path=/dev/pseudo_lock/p0
+    qemu_prefix=
+    check "pseudolock-relock over QMP succeeds" qmp_succeeds \
+        '{"execute": "pseudolock-relock", "arguments": {"id": "pl0"}}' \
+        '"return": {}'
+    stop_qemu
+    check "the reader reads the region again" ask read relocked 1 0
+fi
+check "the reader quits" reader_stop
 
 $PROBE disarm
 rmdir $R/p0
