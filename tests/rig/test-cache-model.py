@@ -8,10 +8,11 @@ the scenario's windows and judges the figures: the pseudo-locked region
 is read with 100% hits under a noisy neighbour, ordinary memory is not,
 cache allocation alone lies between, each eviction costs what it
 should, and a relock brings the region back.  Prints the table of
-windows and a plot of their hit rates.
+windows and a plot of their hit rates.  --layout broadwell-l3 judges the
+L3 scenario (cache-model-l3) instead of the L2 one.
 
 Usage: test-cache-model.py --plugin LIBCATCACHE.so --plugin-log LOG
-           RIG-ARGS...
+           [--layout goldmont-l2|broadwell-l3] RIG-ARGS...
 """
 
 import argparse
@@ -52,6 +53,16 @@ CASES = {
 }
 # The cases only a host kernel that can relock has
 RELOCK_CASES = ('mig-run', 'relocked')
+
+# The L3 layout's windows (scenarios/cache-model-l3.sh)
+CASES_L3 = {
+    'plain': 'ordinary memory, default class',
+    'catonly': 'ordinary memory, exclusive class of 1 way (CAT only)',
+    'locked': 'pseudo-locked region (1 way)',
+    'locked2': 'region, after WBINVD on the other socket',
+    'locked4': 'region, after WBINVD on its own socket',
+    'relocked': 'region, after pseudolock-relock over QMP',
+}
 
 
 def parse_log(path):
@@ -105,6 +116,9 @@ def main():
     p.add_argument('--plugin', required=True)
     p.add_argument('--plugin-log', required=True,
                    help="where to keep the plugin's log")
+    p.add_argument('--layout', choices=('goldmont-l2', 'broadwell-l3'),
+                   default='goldmont-l2',
+                   help='the scenario: cache-model or cache-model-l3')
     own, rest = p.parse_known_args()
     args = rig.parse_args(rest)
     rounds = int(re.search(r'rig\.rounds=(\d+)', args.append).group(1)) \
@@ -129,9 +143,54 @@ def main():
     tap.diag(f'the run took {took:.0f} s; the plugin logged '
              f'{len(windows)} windows')
     tap.diag('\n'.join(other[:40]))
-    tap.diag(table(windows, CASES))
-    tap.diag(plot(windows, CASES))
+    cases = CASES if own.layout == 'goldmont-l2' else CASES_L3
+    tap.diag(table(windows, cases))
+    tap.diag(plot(windows, cases))
+    if own.layout == 'broadwell-l3':
+        return judge_broadwell_l3(tap, windows, other, rounds)
     return judge_goldmont_l2(tap, windows, other, args, rounds, relock)
+
+
+def judge_broadwell_l3(tap, windows, other, rounds):
+    """The L3 layout: the same ordering, with the L3 doing the work."""
+    def rates(label):
+        return [w['rate'] for w in windows if w['label'] == label]
+
+    lines = 1 << 20 >> 6
+    geometry = [o for o in other if re.search(
+        r'L3 cache [01]: 16384 sets, 16 ways, 64-byte lines, cache '
+        r'allocation', o)]
+    tap.ok(len(geometry) == 2, "the model has the host's two L3 caches "
+           '(16384 sets, 16 ways, 64-byte lines) with cache allocation',
+           '\n'.join(other))
+    for label, n in (('plain', rounds), ('catonly', rounds),
+                     ('locked', rounds), ('locked2', 1), ('locked4', 1),
+                     ('relocked', 1)):
+        tap.ok(len(rates(label)) == n, f'{n} window(s) "{label}" logged',
+               f'{rates(label)}')
+    if not all(rates(label) for label in CASES_L3):
+        return tap.done()
+    locked = [w for w in windows if w['label'] == 'locked']
+    tap.ok(all(w['rate'] == 100.0 and w['l3'] == w['foreign'] == lines
+               for w in locked),
+           'the locked region: 100% hits in every round, all in the L3\'s '
+           'locked way (1 MiB does not stay in the reader\'s 256 KiB L2)',
+           f'{locked}')
+    tap.ok(max(rates('plain')) < 25.0,
+           'ordinary memory in the neighbour\'s class: under 25% hits',
+           f"{rates('plain')}")
+    tap.ok(rates('plain')[-1] < rates('catonly')[-1] <= 100.0,
+           'cache allocation alone keeps more than ordinary memory',
+           f"plain {rates('plain')}, catonly {rates('catonly')}")
+    tap.ok(rates('locked2') == [100.0],
+           'WBINVD on the other socket evicts nothing', f"{rates('locked2')}")
+    tap.ok(rates('locked4')[0] < 5.0,
+           'WBINVD on its own socket evicts the region', f"{rates('locked4')}")
+    relocked = [w for w in windows if w['label'] == 'relocked'][0]
+    tap.ok(relocked['foreign'] == relocked['accesses'] == lines,
+           'pseudolock-relock over QMP, and all reads hit in the locked way '
+           f"({relocked['foreign']})", f'{relocked}')
+    return tap.done()
 
 
 def judge_goldmont_l2(tap, windows, other, args, rounds, relock):
