@@ -39,6 +39,8 @@
  * The kernel's own measurements, and its locking of a region, turn the
  * prefetchers off through MSR_MISC_FEATURE_CONTROL: each such stretch
  * is a window too ("prefetch-off"), logged with its physical range.
+ * At exit each cache instance logs its hits and misses, in all and by
+ * class of service.
  *
  * Arguments: armed=on (model from the start).  The log goes through
  * QEMU's log: -d plugin [-D FILE].  Each line starts with "catcache:".
@@ -83,6 +85,8 @@ typedef struct Cache {
     GMutex lock;
     uint64_t hits;
     uint64_t misses;
+    uint64_t clos_hits[MAX_CLOSIDS];    /* the same by class of service */
+    uint64_t clos_misses[MAX_CLOSIDS];
 } Cache;
 
 /* What a window counts */
@@ -386,10 +390,11 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
 }
 
 /*
- * Look @line up in @c: the way that holds it, or -1 after filling it
- * into a way of @ways_mask
+ * Look @line up in @c for class @clos: the way that holds it, or -1 after
+ * filling it into a way of @ways_mask
  */
-static int cache_access(Cache *c, uint64_t line, uint64_t ways_mask)
+static int cache_access(Cache *c, uint64_t line, uint32_t clos,
+                        uint64_t ways_mask)
 {
     uint64_t set = line % c->sets;
     uint64_t *tag = &c->tag[set * c->ways];
@@ -408,8 +413,10 @@ static int cache_access(Cache *c, uint64_t line, uint64_t ways_mask)
     }
     if (hit >= 0) {
         c->hits++;
+        c->clos_hits[clos]++;
     } else {
         c->misses++;
+        c->clos_misses[clos]++;
         /* The least recently used of the ways this class may fill */
         for (w = 0; w < c->ways; w++) {
             if (!(ways_mask & (1ULL << w))) {
@@ -515,7 +522,7 @@ static void vcpu_mem(unsigned int vcpu, qemu_plugin_meminfo_t info,
             cache_invalidate_others(level, c, line);
         }
         ways = qatomic_get_u64(&c->clos_ways[v->clos]);
-        way = cache_access(c, line, ways);
+        way = cache_access(c, line, v->clos, ways);
         if (way >= 0) {
             served_by = level;
             foreign = !(ways & (1ULL << way));
@@ -830,8 +837,17 @@ static void plugin_exit(qemu_plugin_id_t id, void *p)
     for (i = 0; i < caches->len; i++) {
         Cache *c = g_ptr_array_index(caches, i);
 
+        unsigned clos;
+
         catlog("L%d cache %u: hits %" PRIu64 " misses %" PRIu64, c->level,
                c->id, c->hits, c->misses);
+        for (clos = 0; clos < MAX_CLOSIDS; clos++) {
+            if (c->clos_hits[clos] || c->clos_misses[clos]) {
+                catlog("L%d cache %u clos %u: hits %" PRIu64 " misses %"
+                       PRIu64, c->level, c->id, clos, c->clos_hits[clos],
+                       c->clos_misses[clos]);
+            }
+        }
     }
     for (i = 0; i < max_vcpus; i++) {
         clflush += vcpus[i].clflush;

@@ -273,6 +273,15 @@ def judge_goldmont_l2(tap, windows, other, args, rounds, relock):
         tap.ok(w['foreign'] == w['accesses'] == lines,
                f'{what}, and all {lines} reads hit in the locked ways '
                f"({w['foreign']})", f'{w}')
+    # The catonly class was class 1 on L2 cache 0, while the reader read
+    per_clos = {m.group(1): (int(m.group(2)), int(m.group(3)))
+                for m in (re.search(r'L2 cache 0 clos (\d+): hits (\d+) '
+                                    r'misses (\d+)', o) for o in other) if m}
+    tap.ok(per_clos.get('1', (0, 0))[0] >= sum(
+               w['hits'] for w in windows if w['label'] == 'catonly'),
+           'the model counts hits and misses by class of service: class 1 '
+           "of L2 cache 0 has at least the catonly windows' hits",
+           f'{per_clos}')
     wbinvd = [o for o in other if 'wbinvd vcpu' in o]
     tap.ok(any('vcpu 3: L2 cache 1 emptied' in o for o in wbinvd) and
            any('vcpu 1: L2 cache 0 emptied' in o for o in wbinvd),
