@@ -49,10 +49,12 @@ CASES = {
     'locked4': 'region, after WBINVD on its own L2',
     'mig-run': 'region, after the guest migrated in on the other L2 '
                'starts running (QEMU relocks)',
+    'loadvm': 'region, after loadvm by a QEMU on the other L2 (QEMU '
+              'relocks)',
     'relocked': 'region, after pseudolock-relock over QMP',
 }
 # The cases only a host kernel that can relock has
-RELOCK_CASES = ('mig-run', 'relocked')
+RELOCK_CASES = ('mig-run', 'loadvm', 'relocked')
 
 # The L3 layout's windows (scenarios/cache-model-l3.sh)
 CASES_L3 = {
@@ -266,6 +268,8 @@ def judge_goldmont_l2(tap, windows, other, args, rounds, relock):
            'WBINVD on its own L2 evicts the region', f"{rates('locked4')}")
     for label, what in (('mig-run', 'the migrated guest starts running: '
                          'QEMU relocks the region'),
+                        ('loadvm', 'loadvm, and the guest runs on: QEMU '
+                         'relocks the region'),
                         ('relocked', 'pseudolock-relock over QMP')):
         if not relock:
             break

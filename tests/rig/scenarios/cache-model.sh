@@ -19,10 +19,11 @@
 # ("mig-out"), WBINVD on its own L2 (CPU 1 goes offline: "locked4").
 #
 # With rig.relock=works (the patched kernel, whose PSEUDO_LOCK_RELOCK
-# ioctl loads a region again), two more: the guest migrated in by the
+# ioctl loads a region again), three more: the guest migrated in by the
 # QEMU on the other L2 starts running, which has QEMU relock the region
-# ("mig-run"), and after the WBINVD a stopped QEMU relocks it when
-# asked over QMP ("relocked").
+# ("mig-run"); a guest there is saved with savevm and loaded with
+# loadvm, and runs on ("loadvm"); and after the WBINVD a stopped QEMU
+# relocks it when asked over QMP ("relocked").
 #
 # The guest only acts; test-cache-model.py reads the plugin's log of the
 # windows afterwards and judges the figures.  rig.size=1M and
@@ -155,6 +156,23 @@ check "a guest whose node 1 is a region on L2 cache 1 is saved to a file" \
     qmp_succeeds '{"execute": "query-migrate"}' '"completed"'
 stop_qemu
 
+# qcow2_image FILE: a 16 MiB qcow2 image FILE for the running QEMU's
+# snapshots, made over QMP (the host has no qemu-img), as node "snap"
+qcow2_image() {
+    : >"$1"
+    qmp "{\"execute\": \"blockdev-add\", \"arguments\": {\"driver\": \"file\", \"filename\": \"$1\", \"node-name\": \"snapfile\"}}" |
+        grep -q '"return"' || return 1
+    qmp '{"execute": "blockdev-create", "arguments": {"job-id": "mk", "options": {"driver": "qcow2", "file": "snapfile", "size": 16777216}}}' |
+        grep -q '"return"' || return 1
+    for i in $(seq 100); do
+        qmp '{"execute": "query-jobs"}' | grep -q '"concluded"' && break
+        sleep 0.1
+    done
+    qmp '{"execute": "job-dismiss", "arguments": {"id": "mk"}}' | grep -q '"return"' &&
+        qmp '{"execute": "blockdev-add", "arguments": {"driver": "qcow2", "node-name": "snap", "file": "snapfile"}}' |
+        grep -q '"return"'
+}
+
 # incoming CPUS LABEL [cont]: restore the guest into a QEMU on CPUS whose
 # node 1 is region p0 (and with "cont", let it run), then have the reader
 # read the region in window LABEL
@@ -183,6 +201,22 @@ incoming 2-3 mig-out
 if [ "$relock" = works ]; then
     # QEMU relocks its regions when the guest starts running
     incoming 2-3 mig-run cont
+
+    # loadvm: a guest running on the other L2's CPUs, node 1 in p0, is
+    # saved into a qcow2 image and loaded again, which writes the region
+    # from those CPUs; then it runs on, and QEMU relocks the region
+    # (with data in node 1: loadvm leaves a page that stays zero unwritten)
+    start_qemu -object memory-backend-pseudolock,id=pl0,path=/dev/pseudo_lock/p0 \
+        -device loader,file=/tmp/pattern,addr=0x4000000,force-raw=on
+    check "QEMU gets a qcow2 image for snapshots" qcow2_image /tmp/vm.qcow2
+    check_eq "savevm saves the guest" "" "$(hmp_command 'savevm s1')"
+    check_eq "loadvm loads it" "" "$(hmp_command 'loadvm s1')"
+    check "  and the guest runs" \
+        qmp_succeeds '{"execute": "query-status"}' '"running"'
+    qmp "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": $((0x4000000)), \"size\": 1048576, \"filename\": \"/tmp/node1\"}}" >/dev/null
+    check "  with its node 1 in the region" cmp -s /tmp/node1 /tmp/pattern
+    stop_qemu
+    check "the reader reads the region again" ask read loadvm 1 0
 fi
 qemu_prefix=
 kill $noise
