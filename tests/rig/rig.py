@@ -30,6 +30,9 @@ TAP_PLAN = re.compile(r'^1\.\.(\d+)')
 # report again
 KERNEL_DIED = re.compile(r'(Kernel panic - not syncing|Oops:|BUG: |'
                          r'general protection fault)')
+# What it prints when a CPU goes without timer interrupts for 21 s: not
+# fatal, but what a scenario that then times out waited for
+KERNEL_STALLED = re.compile(r'rcu: INFO: \S+ detected stalls')
 
 
 def parse_args(argv=None):
@@ -82,13 +85,15 @@ def console_tail(path, lines=25):
 
 
 class ConsoleWatch:
-    """Reads the kernel console log as it grows, for oopses and panics."""
+    """Reads the kernel console log as it grows, for oopses and panics
+    (and RCU stalls, which explain a time-out)."""
 
     def __init__(self, path):
         self.path = path
         self.offset = 0
         self.partial = ''
         self.died = None
+        self.stalled = None
 
     def poll(self):
         try:
@@ -102,6 +107,8 @@ class ConsoleWatch:
         for line in lines:
             if self.died is None and KERNEL_DIED.search(line):
                 self.died = line.strip()
+            if self.stalled is None and KERNEL_STALLED.search(line):
+                self.stalled = line.strip()
         return self.died
 
 
@@ -164,6 +171,10 @@ def run(args):
         problems.append(f'host kernel {what} {when}: {died}')
     if timed_out:
         problems.append(f'timed out after {args.timeout:.0f} s')
+        if console.stalled:
+            problems.append('the host kernel reported RCU stalls (vCPUs '
+                            'without timer interrupts; an overloaded '
+                            f'machine?): {console.stalled}')
     elif status != 0:
         problems.append(f'QEMU exited with status {status}')
     if args.tap and not timed_out:
