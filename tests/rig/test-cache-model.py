@@ -153,23 +153,29 @@ def main():
     return judge_goldmont_l2(tap, windows, other, args, rounds, relock)
 
 
+def check_model(tap, windows, other, level, sets, expected):
+    """The model's geometry of the host's two caches of @level, and how
+    many windows of each label (@expected: label -> count) it logged."""
+    geometry = [o for o in other if re.search(
+        rf'L{level} cache [01]: {sets} sets, 16 ways, 64-byte lines, cache '
+        r'allocation', o)]
+    tap.ok(len(geometry) == 2, f"the model has the host's two L{level} "
+           f'caches ({sets} sets, 16 ways, 64-byte lines) with cache '
+           'allocation', '\n'.join(other))
+    for label, n in expected.items():
+        got = [w['rate'] for w in windows if w['label'] == label]
+        tap.ok(len(got) == n, f'{n} window(s) "{label}" logged', f'{got}')
+
+
 def judge_broadwell_l3(tap, windows, other, rounds):
     """The L3 layout: the same ordering, with the L3 doing the work."""
     def rates(label):
         return [w['rate'] for w in windows if w['label'] == label]
 
     lines = 1 << 20 >> 6
-    geometry = [o for o in other if re.search(
-        r'L3 cache [01]: 16384 sets, 16 ways, 64-byte lines, cache '
-        r'allocation', o)]
-    tap.ok(len(geometry) == 2, "the model has the host's two L3 caches "
-           '(16384 sets, 16 ways, 64-byte lines) with cache allocation',
-           '\n'.join(other))
-    for label, n in (('plain', rounds), ('catonly', rounds),
-                     ('locked', rounds), ('locked2', 1), ('locked4', 1),
-                     ('relocked', 1)):
-        tap.ok(len(rates(label)) == n, f'{n} window(s) "{label}" logged',
-               f'{rates(label)}')
+    check_model(tap, windows, other, 3, 16384,
+                {'plain': rounds, 'catonly': rounds, 'locked': rounds,
+                 'locked2': 1, 'locked4': 1, 'relocked': 1})
     if not all(rates(label) for label in CASES_L3):
         return tap.done()
     locked = [w for w in windows if w['label'] == 'locked']
@@ -200,19 +206,11 @@ def judge_goldmont_l2(tap, windows, other, args, rounds, relock):
     def rates(label):
         return [w['rate'] for w in windows if w['label'] == label]
 
-    geometry = [o for o in other if re.search(
-        r'L2 cache [01]: 2048 sets, 16 ways, 64-byte lines, cache '
-        r'allocation', o)]
-    tap.ok(len(geometry) == 2, "the model has the host's two L2 caches "
-           '(2048 sets, 16 ways, 64-byte lines) with cache allocation',
-           '\n'.join(other))
-    for label, n in (('plain', rounds), ('catonly', rounds),
-                     ('locked', rounds), ('locked2', rounds),
-                     ('locked3', 1), ('locked5', 1), ('mig-in', 1),
-                     ('mig-out', 1), ('locked4', 1)) + \
-            tuple((label, 1 if relock else 0) for label in RELOCK_CASES):
-        tap.ok(len(rates(label)) == n, f'{n} window(s) "{label}" logged',
-               f'{rates(label)}')
+    expected = {'plain': rounds, 'catonly': rounds, 'locked': rounds,
+                'locked2': rounds, 'locked3': 1, 'locked5': 1, 'mig-in': 1,
+                'mig-out': 1, 'locked4': 1}
+    expected.update({label: 1 if relock else 0 for label in RELOCK_CASES})
+    check_model(tap, windows, other, 2, 2048, expected)
     if not all(rates(label) for label in CASES
                if relock or label not in RELOCK_CASES):
         return tap.done()
