@@ -189,6 +189,40 @@ contains_return() {
     return 1
 }
 
+# ordinary_memory_reads LEVEL CBM WAYS NOISE: the cache model's baseline.
+# Mount resctrl with the default group on ways 0-7 of both caches of
+# LEVEL (2 or 3), start the noisy neighbour on CPU 1 streaming NOISE
+# bytes ($noise is its pid), and have CPU 0 read $size bytes of ordinary
+# memory $rounds times after $pause ms, first in the neighbour's class
+# ("plain"), then in group catonly, which holds CBM (WAYS, as text)
+# exclusively ("catonly")
+ordinary_memory_reads() {
+    level=$1 cbm=$2 ways=$3
+    mount -t resctrl resctrl /sys/fs/resctrl
+    echo "L$level:0=00ff;1=00ff" >/sys/fs/resctrl/schemata
+    check_eq "the default group keeps ways 0-7 of both L$level caches" \
+        "L$level:0=00ff;1=00ff" \
+        "$(sed -n "s/^ *//; /^L$level:/p" /sys/fs/resctrl/schemata)"
+
+    taskset -c 1 /rig/bin/cache-probe noise "$4" &
+    noise=$!
+
+    step "ordinary memory, in the neighbour's class"
+    check "the reader reads ordinary memory" \
+        taskset -c 0 /rig/bin/cache-probe read plain $size - $rounds $pause
+
+    step "ordinary memory in a class with $ways to itself"
+    mkdir /sys/fs/resctrl/catonly &&
+        echo "L$level:0=$cbm;1=$cbm" >/sys/fs/resctrl/catonly/schemata &&
+        echo exclusive >/sys/fs/resctrl/catonly/mode
+    check_eq "group catonly holds $ways, exclusively" \
+        exclusive "$(cat /sys/fs/resctrl/catonly/mode)"
+    check "the reader reads ordinary memory in that class" \
+        sh -c "echo \$\$ >/sys/fs/resctrl/catonly/tasks &&
+               exec taskset -c 0 /rig/bin/cache-probe read catonly $size - $rounds $pause"
+    rmdir /sys/fs/resctrl/catonly
+}
+
 # reader_start CPU DEVICE SIZE: a cache-probe reader on CPU that maps
 # DEVICE (SIZE bytes) once and obeys ask(): every mmap of the device
 # zeroes the region from the calling CPU, which would write evicted lines

@@ -32,27 +32,7 @@ check_eq "Linux numbers the L3 caches of CPUs 0-3 as the model does" \
 check_eq "each core has a 256 KiB L2" 256K \
     "$(cat /sys/devices/system/cpu/cpu0/cache/index2/size)"
 
-mount -t resctrl resctrl $R
-echo 'L3:0=00ff;1=00ff' >$R/schemata
-check_eq "the default group keeps ways 0-7 of both L3 caches" \
-    'L3:0=00ff;1=00ff' "$(sed -n 's/^ *//; /^L3:/p' $R/schemata)"
-
-taskset -c 1 $PROBE noise 32M &
-noise=$!
-
-step "ordinary memory, in the neighbour's class"
-check "the reader reads ordinary memory" \
-    taskset -c 0 $PROBE read plain $size - $rounds $pause
-
-step "ordinary memory in a class with way 8 to itself"
-mkdir $R/catonly && echo 'L3:0=0100;1=0100' >$R/catonly/schemata &&
-    echo exclusive >$R/catonly/mode
-check_eq "group catonly holds way 8, exclusively" \
-    exclusive "$(cat $R/catonly/mode)"
-check "the reader reads ordinary memory in that class" \
-    sh -c "echo \$\$ >$R/catonly/tasks &&
-           exec taskset -c 0 $PROBE read catonly $size - $rounds $pause"
-rmdir $R/catonly
+ordinary_memory_reads 3 0100 'way 8' 32M
 
 step "the pseudo-locked region"
 check "way 8 of L3 cache 0 is locked as region p0" \

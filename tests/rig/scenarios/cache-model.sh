@@ -46,27 +46,7 @@ l2_ids=$(for cpu in 0 1 2 3; do
 check_eq "Linux numbers the L2 caches of CPUs 0-3 as the model does" \
     "0 0 1 1 " "$l2_ids"
 
-mount -t resctrl resctrl $R
-echo 'L2:0=00ff;1=00ff' >$R/schemata
-check_eq "the default group keeps ways 0-7 of both L2 caches" \
-    'L2:0=00ff;1=00ff' "$(sed -n 's/^ *//; /^L2:/p' $R/schemata)"
-
-taskset -c 1 $PROBE noise 8M &
-noise=$!
-
-step "ordinary memory, in the neighbour's class"
-check "the reader reads ordinary memory" \
-    taskset -c 0 $PROBE read plain $size - $rounds $pause
-
-step "ordinary memory in a class with ways 8-15 to itself"
-mkdir $R/catonly && echo 'L2:0=ff00;1=ff00' >$R/catonly/schemata &&
-    echo exclusive >$R/catonly/mode
-check_eq "group catonly holds ways 8-15, exclusively" \
-    exclusive "$(cat $R/catonly/mode)"
-check "the reader reads ordinary memory in that class" \
-    sh -c "echo \$\$ >$R/catonly/tasks &&
-           exec taskset -c 0 $PROBE read catonly $size - $rounds $pause"
-rmdir $R/catonly
+ordinary_memory_reads 2 ff00 'ways 8-15' 8M
 
 step "the pseudo-locked region"
 check "ways 8-15 of L2 cache 0 are locked as region p0" \
