@@ -9,18 +9,26 @@ copies to its own standard output: TAP for tests, plain text for the
 demo.  The kernel console (ttyS0) goes to a log file, which is kept and
 its tail shown when the run fails or times out.  An oops or a panic of
 the host kernel on that console ends the run at once, and is reported as
-such ("host kernel oopsed at boot: ...").
+such ("host kernel oopsed at boot: ...").  When the host kernel reports
+an RCU stall, the state of QEMU's vCPUs and local APICs is taken at once
+over a QMP socket and shown with the console's tail, so that a rare
+stall in CI can be told apart: a timer the guest never armed, an
+interrupt that waits behind a stale in-service bit, or a vCPU that
+sleeps with its interrupt pending.
 
 Exit status: 0 when the guest powered off after a TAP plan with no
 failures (or, without --tap, after the scenario finished), 1 otherwise.
 """
 
 import argparse
+import json
 import os
 import re
 import selectors
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 TAP_RESULT = re.compile(r'^(not ok|ok)\b')
@@ -57,9 +65,10 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def qemu_command(args, report='stdio'):
+def qemu_command(args, report='stdio', qmp=None):
     """The QEMU command line of a rig host; @report is the chardev
-    backend of ttyS1, the scenario's report channel."""
+    backend of ttyS1, the scenario's report channel; @qmp, a socket
+    path for QMP."""
     append = ' '.join(filter(None, [
         'console=ttyS0', 'panic=-1', 'quiet', 'loglevel=4',
         f'rig.scenario={args.scenario}', args.append]))
@@ -73,7 +82,50 @@ def qemu_command(args, report='stdio'):
         '-chardev', f'file,id=console,path={args.console_log}',
         '-serial', 'chardev:console',
         '-serial', report,
-    ] + args.qemu_arg
+    ] + (['-qmp', f'unix:{qmp},server=on,wait=off'] if qmp else []) + \
+        args.qemu_arg
+
+
+def hmp(path, commands, timeout=20):
+    """The output of each HMP command in @commands, over the QMP socket
+    at @path; an exception's text if QEMU cannot answer."""
+    try:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(timeout)
+            sock.connect(path)
+            stream = sock.makefile('rw', encoding='utf-8')
+
+            def call(cmd, **arguments):
+                stream.write(json.dumps({'execute': cmd,
+                                         'arguments': arguments}) + '\n')
+                stream.flush()
+                while True:
+                    reply = json.loads(stream.readline())
+                    if 'return' in reply or 'error' in reply:
+                        return reply
+
+            json.loads(stream.readline())       # the greeting
+            call('qmp_capabilities')
+            return [call('human-monitor-command',
+                         **{'command-line': c}).get('return', '')
+                    for c in commands]
+    except (OSError, ValueError) as e:
+        return [f'(no answer: {e})']
+
+
+def stall_snapshot(path, cpus):
+    """What a stall needs to be explained, from QEMU: each vCPU's
+    registers (HLT= in the flags line says it halted, IF is in RFL=) and
+    its local APIC (the timer's LVT and counts, ISR, IRR, PPR)."""
+    commands = ['info cpus', 'info registers -a'] + \
+        [f'info lapic {cpu}' for cpu in range(cpus)]
+    lines = []
+    for command, out in zip(commands, hmp(path, commands)):
+        lines.append(f'(qemu) {command}')
+        lines += [line for line in out.splitlines() if line.strip() and (
+            command != 'info registers -a' or
+            re.match(r'(CPU#|RIP=|EIP=)', line))]
+    return lines
 
 
 def console_tail(path, lines=25):
@@ -113,7 +165,11 @@ class ConsoleWatch:
 
 
 def run(args):
-    cmd = qemu_command(args)
+    tmp = tempfile.TemporaryDirectory()
+    qmp = os.path.join(tmp.name, 'rig.qmp')
+    cmd = qemu_command(args, qmp=qmp)
+    cpus = int(re.match(r'(?:cpus=)?(\d+)', args.smp).group(1))
+    snapshot = []
     console = ConsoleWatch(args.console_log)
     reported = False
     died = None
@@ -140,6 +196,8 @@ def run(args):
         if died:
             proc.kill()
             break
+        if console.stalled and not snapshot:
+            snapshot = stall_snapshot(qmp, cpus)
         for key, _ in sel.select(timeout=min(remaining, 1.0)):
             data = os.read(key.fileobj.fileno(), 65536)
             if not data:
@@ -198,6 +256,10 @@ def run(args):
         say(f'# kernel console kept in {args.console_log}; its end:')
         for line in console_tail(args.console_log):
             say(f'#   {line}')
+        if snapshot:
+            say('# QEMU when the host kernel first reported the stall:')
+            for line in snapshot:
+                say(f'#   {line}')
         return 1
     print(f'# guest ran for {elapsed:.1f} s', flush=True)
     return 0
