@@ -36,6 +36,14 @@
  *      [RSI, RSI + RDI) (all of them if RDI is 0): the interrupts that
  *      the vCPU takes meanwhile still use the caches, but do not count
  *   4  close this vCPU's window and log its counts
+ *   5  open the shared window, labelled by ECX:EDX, that counts every
+ *      vCPU's accesses to the virtual addresses [RSI, RSI + RDI): a
+ *      process's accesses to its mapping whichever vCPU runs it, such as
+ *      a nested guest's through the QEMU that runs it (what another
+ *      process has at those addresses counts too: the log gives the
+ *      physical span of what was counted)
+ *   6  close it and log its counts, a line for each vCPU that accessed
+ *      the range (with the class the vCPU is in at that moment)
  * The kernel's own measurements, and its locking of a region, turn the
  * prefetchers off through MSR_MISC_FEATURE_CONTROL: each such stretch
  * is a window too ("prefetch-off"), logged with its physical range.
@@ -65,6 +73,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define CMD_DISARM              2
 #define CMD_WINDOW_OPEN         3
 #define CMD_WINDOW_CLOSE        4
+#define CMD_SHARED_WINDOW_OPEN  5
+#define CMD_SHARED_WINDOW_CLOSE 6
 
 #define RDT_FEATURE             "org.qemu.i386.rdt"
 #define NO_TAG                  UINT64_MAX
@@ -115,6 +125,8 @@ typedef struct Vcpu {
     uint64_t window_start;      /* virtual range the window counts */
     uint64_t window_end;
     Counts window;
+    unsigned shared_generation; /* of the shared window in shared */
+    Counts shared;
     bool prefetch_off;
     uint64_t prefetch_windows;
     Counts prefetch;
@@ -159,6 +171,20 @@ static qemu_plugin_id_t plugin_id;
 static bool instrumented;
 
 static void plugin_retranslate(qemu_plugin_id_t id);
+
+/*
+ * The shared window: each vCPU counts into its own Vcpu.shared, which it
+ * resets itself when it first sees a new generation, so that no vCPU
+ * writes another's counts.  Opening and closing take shared_window_lock
+ * (a vCPU's CPUID); the counting vCPUs only read the atomics.
+ */
+static GMutex shared_window_lock;
+static unsigned shared_generation;      /* g_atomic_int_*(); 0: none yet */
+static int shared_open;                 /* g_atomic_int_*() */
+static uint64_t shared_start;           /* qatomic_*_u64() */
+static uint64_t shared_end;
+static char shared_label[9];
+
 static bool have_rdt = true;
 
 /* Per vCPU: its state must be read again (it executed a WRMSR) */
@@ -537,6 +563,17 @@ static void vcpu_mem(unsigned int vcpu, qemu_plugin_meminfo_t info,
     if (v->prefetch_off) {
         count(&v->prefetch, served_by, foreign, addr);
     }
+    if (g_atomic_int_get(&shared_open) &&
+        vaddr - qatomic_get_u64(&shared_start) <
+        qatomic_get_u64(&shared_end) - qatomic_get_u64(&shared_start)) {
+        unsigned generation = g_atomic_int_get(&shared_generation);
+
+        if (v->shared_generation != generation) {
+            counts_reset(&v->shared);
+            v->shared_generation = generation;
+        }
+        count(&v->shared, served_by, foreign, addr);
+    }
 }
 
 /*
@@ -692,10 +729,82 @@ static const FlushOperand *decode_flush_operand(const uint8_t *modrm,
     return shared;
 }
 
+/* Command 5: count every vCPU's accesses to [start, start + len) */
+static void shared_window_open(const char *label, uint64_t start, uint64_t len)
+{
+    g_mutex_lock(&shared_window_lock);
+    g_atomic_int_set(&shared_open, 0);
+    g_strlcpy(shared_label, label, sizeof(shared_label));
+    qatomic_set_u64(&shared_start, start);
+    qatomic_set_u64(&shared_end, start + len);
+    g_atomic_int_inc(&shared_generation);
+    g_atomic_int_set(&shared_open, 1);
+    g_mutex_unlock(&shared_window_lock);
+    catlog("shared window %s opened: 0x%" PRIx64 "-0x%" PRIx64, label,
+           start, start + len);
+}
+
+/*
+ * Command 6: stop counting and log what each vCPU counted.  A vCPU that
+ * was inside vcpu_mem() at that moment may add its access after the
+ * line is logged: one access in millions, left uncounted.
+ */
+static void shared_window_close(void)
+{
+    g_autofree char *what = NULL;
+    unsigned generation, i, vcpus_counted = 0;
+    Counts all;
+
+    g_mutex_lock(&shared_window_lock);
+    if (!g_atomic_int_get(&shared_open)) {
+        g_mutex_unlock(&shared_window_lock);
+        return;
+    }
+    g_atomic_int_set(&shared_open, 0);
+    generation = g_atomic_int_get(&shared_generation);
+    counts_reset(&all);
+    what = g_strdup_printf("window %s", shared_label);
+    for (i = 0; i < max_vcpus; i++) {
+        const Counts *n = &vcpus[i].shared;
+        int level;
+
+        if (vcpus[i].shared_generation != generation || !n->accesses) {
+            continue;
+        }
+        counts_log(what, i, &vcpus[i], n);
+        vcpus_counted++;
+        all.accesses += n->accesses;
+        all.misses += n->misses;
+        all.foreign += n->foreign;
+        all.lo = MIN(all.lo, n->lo);
+        all.hi = MAX(all.hi, n->hi);
+        for (level = 2; level <= 3; level++) {
+            all.hits[level] += n->hits[level];
+        }
+    }
+    catlog("shared window %s closed: %u vcpus, accesses %" PRIu64
+           " hits %" PRIu64 " misses %" PRIu64 " range 0x%" PRIx64 "-0x%"
+           PRIx64, shared_label, vcpus_counted, all.accesses,
+           all.hits[2] + all.hits[3], all.misses,
+           all.accesses ? all.lo : 0, all.accesses ? all.hi : 0);
+    g_mutex_unlock(&shared_window_lock);
+}
+
+/* A window's label: the eight characters in ECX:EDX */
+static void read_label(Vcpu *v, char label[9])
+{
+    uint64_t chars = (read_reg(v->gpr[GPR_RCX]) & 0xffffffff) |
+                     (read_reg(v->gpr[GPR_RDX]) << 32);
+
+    memcpy(label, &chars, 8);
+    label[8] = 0;
+    g_strdelimit(label, "\t\n\r ", '_');
+}
+
 static void vcpu_cpuid(unsigned int vcpu, void *udata)
 {
     Vcpu *v;
-    uint64_t label;
+    char label[9];
 
     if (vcpu >= max_vcpus || !vcpus[vcpu].gpr[GPR_RAX]) {
         return;
@@ -716,11 +825,7 @@ static void vcpu_cpuid(unsigned int vcpu, void *udata)
         qemu_plugin_reset(plugin_id, plugin_retranslate);
         break;
     case CMD_WINDOW_OPEN:
-        label = (read_reg(v->gpr[GPR_RCX]) & 0xffffffff) |
-                (read_reg(v->gpr[GPR_RDX]) << 32);
-        memcpy(v->label, &label, 8);
-        v->label[8] = 0;
-        g_strdelimit(v->label, "\t\n\r ", '_');
+        read_label(v, v->label);
         v->window_start = read_reg(v->gpr[GPR_RSI]);
         v->window_end = read_reg(v->gpr[GPR_RDI]) ?
             v->window_start + read_reg(v->gpr[GPR_RDI]) :
@@ -735,6 +840,14 @@ static void vcpu_cpuid(unsigned int vcpu, void *udata)
             v->window_open = false;
             counts_log(what, vcpu, v, &v->window);
         }
+        break;
+    case CMD_SHARED_WINDOW_OPEN:
+        read_label(v, label);
+        shared_window_open(label, read_reg(v->gpr[GPR_RSI]),
+                           read_reg(v->gpr[GPR_RDI]));
+        break;
+    case CMD_SHARED_WINDOW_CLOSE:
+        shared_window_close();
         break;
     }
 }
