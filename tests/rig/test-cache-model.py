@@ -9,10 +9,13 @@ is read with 100% hits under a noisy neighbour, ordinary memory is not,
 cache allocation alone lies between, each eviction costs what it
 should, and a relock brings the region back.  Prints the table of
 windows and a plot of their hit rates.  --layout broadwell-l3 judges the
-L3 scenario (cache-model-l3) instead of the L2 one.
+L3 scenario (cache-model-l3) instead of the L2 one; --layout rt-guest
+judges the real-time guest's reads of its node 1 (rt-guest with
+rig.model), counted by the shared windows that every vCPU of the
+emulated host feeds.
 
 Usage: test-cache-model.py --plugin LIBCATCACHE.so --plugin-log LOG
-           [--layout goldmont-l2|broadwell-l3] RIG-ARGS...
+           [--layout goldmont-l2|broadwell-l3|rt-guest] RIG-ARGS...
 """
 
 import argparse
@@ -66,6 +69,18 @@ CASES_L3 = {
     'relocked': 'region, after pseudolock-relock over QMP',
 }
 
+# The real-time guest's windows (scenarios/rt-guest.sh, rig.model): the
+# plugin logs a line for each vCPU of the emulated host that accessed
+# QEMU's mapping of the region, and their sum with its physical span
+CASES_RT = {
+    'node1': "the nested guest reads its node 1, vCPUs on the cache's CPUs",
+    'far': "the same, vCPUs moved to the other L2's CPUs",
+}
+SHARED_WINDOW = re.compile(
+    r'catcache: shared window (?P<label>\S+) closed: (?P<vcpus>\d+) '
+    r'vcpus, accesses (?P<accesses>\d+) hits (?P<hits>\d+) misses '
+    r'(?P<misses>\d+) range 0x(?P<lo>[0-9a-f]+)-0x(?P<hi>[0-9a-f]+)')
+
 
 def parse_log(path):
     """The windows of the plugin's log, in order, and its other lines."""
@@ -118,9 +133,11 @@ def main():
     p.add_argument('--plugin', required=True)
     p.add_argument('--plugin-log', required=True,
                    help="where to keep the plugin's log")
-    p.add_argument('--layout', choices=('goldmont-l2', 'broadwell-l3'),
+    p.add_argument('--layout',
+                   choices=('goldmont-l2', 'broadwell-l3', 'rt-guest'),
                    default='goldmont-l2',
-                   help='the scenario: cache-model or cache-model-l3')
+                   help='the scenario: cache-model, cache-model-l3 or '
+                   'rt-guest')
     own, rest = p.parse_known_args()
     args = rig.parse_args(rest)
     rounds = int(re.search(r'rig\.rounds=(\d+)', args.append).group(1)) \
@@ -145,8 +162,11 @@ def main():
     tap.diag(f'the run took {took:.0f} s; the plugin logged '
              f'{len(windows)} windows')
     tap.diag('\n'.join(other[:40]))
-    cases = CASES if own.layout == 'goldmont-l2' else CASES_L3
+    cases = {'goldmont-l2': CASES, 'broadwell-l3': CASES_L3,
+             'rt-guest': CASES_RT}[own.layout]
     tap.diag(table(windows, cases))
+    if own.layout == 'rt-guest':
+        return judge_rt_guest(tap, windows, other)
     tap.diag(plot(windows, cases))
     if own.layout == 'broadwell-l3':
         return judge_broadwell_l3(tap, windows, other, rounds)
@@ -198,6 +218,62 @@ def judge_broadwell_l3(tap, windows, other, rounds):
     tap.ok(relocked['foreign'] == relocked['accesses'] == lines,
            'pseudolock-relock over QMP, and all reads hit in the locked way '
            f"({relocked['foreign']})", f'{relocked}')
+    return tap.done()
+
+
+def judge_rt_guest(tap, windows, other):
+    """The nested guest's node 1: every access to the region, from any
+    vCPU of the emulated host, hits in the locked ways while the guest's
+    vCPUs run on the cache's CPUs, and not from the other L2."""
+    check_model(tap, windows, other, 2, 2048, {})
+    totals = {m.group('label'): {k: int(v, 16 if k in ('lo', 'hi') else 10)
+                                 for k, v in m.groupdict().items()
+                                 if k != 'label'}
+              for m in map(SHARED_WINDOW.search, other) if m}
+    rows = [f"{CASES_RT[label]}: {t['accesses']} accesses from "
+            f"{t['vcpus']} vCPU(s), {t['hits']} hits, "
+            f"{100.0 * t['hits'] / max(t['accesses'], 1):.2f}%"
+            for label, t in totals.items() if label in CASES_RT]
+    tap.diag('\n'.join(rows))
+    tap.ok(set(totals) >= set(CASES_RT), 'the shared windows '
+           f"{', '.join(CASES_RT)} were logged", '\n'.join(other))
+    if not set(totals) >= set(CASES_RT):
+        return tap.done()
+    # The windows count virtual addresses in any process: what they
+    # counted must be one region's worth of physical memory
+    spans = {label: t['hi'] - t['lo'] for label, t in totals.items()}
+    tap.ok(all(span <= 1 << 20 for span in spans.values()),
+           'what each window counted lies in 1 MiB of physical memory, the '
+           'region', f'{spans}')
+    # One pass over the guest's 256 KiB buffer is 4096 reads
+    near = [w for w in windows if w['label'] == 'node1']
+    tap.ok(totals['node1']['accesses'] >= 4096,
+           "the guest's reads of node 1 reach the region: "
+           f"{totals['node1']['accesses']} accesses", f"{totals['node1']}")
+    tap.ok({w['vcpu'] for w in near} <= {0, 1},
+           "only the cache's CPUs (0 and 1) accessed it",
+           f"{[w['vcpu'] for w in near]}")
+    tap.ok(totals['node1']['hits'] == totals['node1']['accesses'] and
+           sum(w['foreign'] for w in near) == totals['node1']['accesses'],
+           "100% hits, all in the region's locked ways, next to the noisy "
+           'neighbour', f'{near}')
+    far = [w for w in windows if w['label'] == 'far']
+    rate_far = 100.0 * totals['far']['hits'] / max(totals['far']['accesses'],
+                                                   1)
+    # There the region is ordinary memory in the default class's ways,
+    # which the neighbour streams through: how much stays depends on how
+    # fast each of them reads, but none of it is in locked ways
+    tap.ok(totals['far']['accesses'] >= 4096 and
+           {w['vcpu'] for w in far} <= {2, 3} and
+           sum(w['foreign'] for w in far) == 0 and rate_far < 90.0,
+           "with the vCPUs on the other L2's CPUs (2 and 3), next to a "
+           f'neighbour there: {rate_far:.2f}% hits (under 90%), none in '
+           'locked ways', f'{far}')
+    relocks = [w for w in windows if w['label'].startswith('prefetch-off')
+               and w['accesses'] >= 16384]
+    tap.ok(bool(relocks), 'QEMU relocked the region when the guest ran '
+           "again: a prefetch-off window that loads all 16384 lines",
+           f"{[w for w in windows if w['label'].startswith('prefetch')]}")
     return tap.done()
 
 

@@ -19,6 +19,13 @@
  *         write-from CPU FIRST LINES   move to CPU, write lines FIRST to
  *                                      FIRST+LINES-1, move back
  *         clflush FIRST LINES          CLFLUSH those lines
+ *   cache-probe watch LABEL PID PATH
+ *       open the plugin's shared window, labelled LABEL, on process PID's
+ *       mapping of the device whose path starts with PATH: it counts
+ *       the accesses to those virtual addresses on every CPU, so the
+ *       process's wherever it runs (a QEMU's guest's, say)
+ *   cache-probe unwatch
+ *       close it; the plugin logs its counts
  *
  * Sizes take a K or M suffix.  The region is mapped, not read(), so that
  * its reads are loads of its physical lines; and mapped once, because
@@ -32,6 +39,7 @@
 
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +55,8 @@
 #define CMD_DISARM      2
 #define CMD_OPEN        3
 #define CMD_CLOSE       4
+#define CMD_SHARED_OPEN  5
+#define CMD_SHARED_CLOSE 6
 
 /* A command to the plugin; a window counts accesses to [start, +len) */
 static void catcache(uint32_t cmd, const char *label, const void *start,
@@ -185,6 +195,44 @@ static int reader(const char *path, size_t size)
     return 0;
 }
 
+/*
+ * Open the shared window on @pid's mapping of @path.  Its physical
+ * addresses are out of reach: /proc/PID/pagemap has no entries for
+ * a device's PFN mappings.
+ */
+static int watch(const char *label, int pid, const char *path)
+{
+    char file[64], line[512], name[256];
+    uint64_t start = 0, end = 0;
+    unsigned long long offset;
+    FILE *maps;
+
+    snprintf(file, sizeof(file), "/proc/%d/maps", pid);
+    maps = fopen(file, "r");
+    if (!maps) {
+        perror(file);
+        return 1;
+    }
+    while (fgets(line, sizeof(line), maps)) {
+        if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %llx %*s %*s %255s",
+                   &start, &end, &offset, name) == 4 && offset == 0 &&
+            !strncmp(name, path, strlen(path))) {
+            break;
+        }
+        start = end = 0;
+    }
+    fclose(maps);
+    if (!end) {
+        fprintf(stderr, "cache-probe: process %d maps nothing at %s*\n",
+                pid, path);
+        return 1;
+    }
+    catcache(CMD_SHARED_OPEN, label, (void *)(uintptr_t)start, end - start);
+    printf("watching 0x%" PRIx64 "-0x%" PRIx64 ", process %d's mapping of "
+           "%s\n", start, end, pid, name);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && !strcmp(argv[1], "arm")) {
@@ -201,6 +249,10 @@ int main(int argc, char **argv)
         }
         read_windows(argv[2], p, size, argc > 5 ? atoi(argv[5]) : 1,
                      argc > 6 ? atol(argv[6]) : 0);
+    } else if (argc == 5 && !strcmp(argv[1], "watch")) {
+        return watch(argv[2], atoi(argv[3]), argv[4]);
+    } else if (argc == 2 && !strcmp(argv[1], "unwatch")) {
+        catcache(CMD_SHARED_CLOSE, NULL, NULL, 0);
     } else if (argc == 4 && !strcmp(argv[1], "reader")) {
         return reader(argv[2], parse_size(argv[3]));
     } else if (argc == 3 && !strcmp(argv[1], "noise")) {
@@ -214,7 +266,7 @@ int main(int argc, char **argv)
     } else {
         fprintf(stderr, "usage: cache-probe arm | disarm | "
                 "read LABEL SIZE [PATH|-] [ROUNDS] [PAUSE-MS] | noise SIZE | "
-                "reader PATH SIZE\n");
+                "reader PATH SIZE | watch LABEL PID PATH | unwatch\n");
         return 2;
     }
     return 0;

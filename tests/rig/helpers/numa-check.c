@@ -11,8 +11,12 @@
  *   "node N: read latency NS"      (absent without HMAT)
  *   "bound SIZE bytes to node N: all pages on node N, pattern verified"
  * or a line saying what failed.  No libnuma: the guest has no C library.
+ * With SECONDS, it then reads the buffer a line at a time for that long,
+ * for the host to measure where those reads are served from:
+ *   "reading node N for SECONDS s"
+ *   "read node N's buffer PASSES times"
  *
- * Usage: numa-check NODE [SIZE]
+ * Usage: numa-check NODE [SIZE [SECONDS]]
  *
  * Exit status: 0 on success, 1 on a failed check, 3 on a usage error.
  *
@@ -26,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MPOL_BIND 2
@@ -49,23 +54,44 @@ static long read_long(const char *path, const char *key)
     return v;
 }
 
+/* Read @buf a line at a time until @seconds have passed; returns the passes */
+static long read_for(const volatile unsigned char *buf, long size,
+                     long seconds)
+{
+    struct timespec now, end;
+    long passes = 0, i;
+
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += seconds;
+    do {
+        for (i = 0; i < size; i += 64) {
+            (void)buf[i];       /* volatile: each load is made */
+        }
+        passes++;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (now.tv_sec < end.tv_sec ||
+             (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+    return passes;
+}
+
 int main(int argc, char **argv)
 {
     char path[128];
     unsigned long mask;
-    long node, size, kb, latency, pages, i;
+    long node, size, seconds, kb, latency, pages, i;
     unsigned char *buf;
     void **addrs;
     int *status;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: numa-check NODE [SIZE]\n");
+        fprintf(stderr, "usage: numa-check NODE [SIZE [SECONDS]]\n");
         return 3;
     }
     node = strtol(argv[1], NULL, 0);
     size = argc > 2 ? strtol(argv[2], NULL, 0) : 1 << 20;
-    if (node < 0 || node >= 64 || size <= 0) {
-        fprintf(stderr, "numa-check: bad node or size\n");
+    seconds = argc > 3 ? strtol(argv[3], NULL, 0) : 0;
+    if (node < 0 || node >= 64 || size <= 0 || seconds < 0) {
+        fprintf(stderr, "numa-check: bad node, size or seconds\n");
         return 3;
     }
 
@@ -123,5 +149,11 @@ int main(int argc, char **argv)
     }
     printf("bound %ld bytes to node %ld: all pages on node %ld, "
            "pattern verified\n", size, node, node);
+    if (seconds) {
+        printf("reading node %ld for %ld s\n", node, seconds);
+        fflush(stdout);
+        printf("read node %ld's buffer %ld times\n", node,
+               read_for(buf, size, seconds));
+    }
     return 0;
 }

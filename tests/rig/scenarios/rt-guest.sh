@@ -18,6 +18,12 @@
 # scripts/demo runs it on a real host that can pseudo-lock (KVM), with
 # the RIG_* variables pointing at the build.
 #   rig.guest_timeout=S  how long the guest may take (default 420 s)
+#   rig.model=S          instead of hot-plug, measure the guest's reads
+#                        of node 1 under the catcache plugin (which the
+#                        host runs with), in windows of S seconds: with
+#                        its vCPUs on the cache's CPUs, then on the other
+#                        cache's, each next to a noisy neighbour; the
+#                        test reads the plugin's log (test-cache-model.py)
 
 R=/sys/fs/resctrl
 QEMU=${RIG_QEMU:-/usr/bin/qemu-system-x86_64}
@@ -26,6 +32,7 @@ GUEST_INITRD=${RIG_GUEST_INITRD:-/rig/rt-guest/initramfs.cpio.gz}
 T=${RIG_TMP:-/tmp}
 timeout=$(cmdline_arg guest_timeout)
 timeout=${timeout:-420}
+model=$(cmdline_arg model)
 
 if [ -w /dev/kvm ]; then
     accel="-accel kvm -cpu host"
@@ -91,6 +98,20 @@ diag "node 0: 64 MiB of RAM and both vCPUs; node 1: the region" \
     "at 100 ns and 10 GB/s; $accel"
 
 rm -f $QMP $T/guest.out
+# What the guest does after its report: read node 1 for longer than the
+# model's windows take, or wait for hot-plug
+if [ -n "$model" ]; then
+    guest_args=" rt.read=$((model * 20))"
+    cache1=
+    # Armed, the model slows the host down about 17 times, and the guest
+    # far more: with its clock on the host's, its timer ticks would then
+    # take all of its time and its reader would not run.  With icount,
+    # its time is its own instructions' (64 ns each), as slow as it is.
+    [ -w /dev/kvm ] || accel="$accel -icount shift=6"
+    diag "for the model, the guest runs with $accel"
+else
+    guest_args=${cache1:+ rt.hotplug=120}
+fi
 # Guest RAM is laid out node by node, and the firmware keeps its tables
 # at the top of RAM below 4 GiB: node 2, a little ordinary RAM after the
 # region, takes them, so that all of node 1 is the guest's to use.
@@ -110,7 +131,7 @@ rm -f $QMP $T/guest.out
     -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-bandwidth,bandwidth=100G \
     -numa hmat-lb,initiator=0,target=2,hierarchy=memory,data-type=access-bandwidth,bandwidth=10G \
     -kernel "$GUEST_KERNEL" -initrd "$GUEST_INITRD" \
-    -append "console=ttyS0 rt.bind=$bind${cache1:+ rt.hotplug=120}" \
+    -append "console=ttyS0 rt.bind=$bind$guest_args" \
     -serial file:$T/guest-console.log -serial file:$T/guest.out \
     -qmp unix:$QMP,server=on,wait=off 2>$T/qemu.err &
 qemu_pid=$!
@@ -189,6 +210,52 @@ memory_device() {
         sed -n "s/.*\"$2\": \([0-9]*\).*/\1/p"
 }
 
+# model_windows: the guest reads a buffer on node 1 over and over; the
+# catcache plugin's shared window counts every access to QEMU's mapping
+# of the region, whichever CPU makes it, twice: with the vCPU threads on
+# the cache's CPUs, then on the other cache's, each time with a noisy
+# neighbour on another CPU of the vCPUs' cache
+model_windows() {
+    local probe=/rig/bin/cache-probe noise far_noise other_cpus
+    if ! wait_guest "^reading node 1 for"; then
+        not_ok "the guest reads its node 1 for the model"
+        return
+    fi
+    step "Under the cache model: the guest reads $((bind / 1024)) KiB of node 1 for ${model} s, next to a neighbour streaming 8 MiB on CPU 1"
+    taskset -c 1 $probe noise 8M &
+    noise=$!
+    # The model was off while the guest booted, so it knows nothing of
+    # what the caches hold: QEMU relocks the region (PSEUDO_LOCK_RELOCK)
+    # whenever the guest starts running, which loads it into its ways
+    # under the model as its locking did
+    qmp '{"execute": "stop"}' >/dev/null
+    check "the cache model is armed" $probe arm
+    qmp '{"execute": "cont"}' >/dev/null
+    diag "the guest runs again: QEMU relocked the region"
+    check "the window 'node1' counts the accesses to QEMU's mapping of the region, on every CPU" \
+        sh -c "$probe watch node1 $qemu_pid /dev/pseudo_lock/ >$T/watch.out 2>&1"
+    diag "$(cat $T/watch.out)"
+    sleep "$model"
+    $probe unwatch
+
+    other_cpus=$(cat /sys/devices/system/cpu/cpu*/cache/index$level/shared_cpu_list |
+                 sort -u | grep -vx "$cpus_list" | head -n 1)
+    step "The vCPUs moved to the other cache's CPUs ($other_cpus), next to a neighbour there"
+    taskset -c "${other_cpus##*[,-]}" $probe noise 8M &
+    far_noise=$!
+    for tid in $threads; do
+        taskset -p -c "$other_cpus" "$tid" >/dev/null
+    done
+    check "the window 'far' counts them again, the vCPUs on CPUs $other_cpus" \
+        sh -c "$probe watch far $qemu_pid /dev/pseudo_lock/ >$T/watch.out 2>&1"
+    diag "$(cat $T/watch.out)"
+    sleep "$model"
+    $probe unwatch
+    $probe disarm
+    kill $noise $far_noise
+    wait $noise $far_noise 2>/dev/null
+}
+
 # The guest reports its nodes, then waits for hot-plug
 if wait_guest "^guest: reported"; then
     ok "the guest booted and reported in $(($(date +%s) - t_boot)) s"
@@ -211,7 +278,9 @@ check "a buffer bound to node 1 lands there and holds its pattern" \
     grep -q "^bound $bind bytes to node 1: all pages on node 1, pattern verified" \
     $T/guest.out
 
-if [ -z "$cache1" ]; then
+if [ -n "$model" ]; then
+    [ -z "$ready" ] || model_windows
+elif [ -z "$cache1" ]; then
     skip "hot-plug of a second region: the host has one L$level cache, and Linux locks one region per cache"
 elif [ -n "$ready" ]; then
     wait_guest "^guest: hot-plug: ready for a pc-dimm"
@@ -259,9 +328,11 @@ elif [ -n "$ready" ]; then
         while read -r line; do diag "(qemu) info pseudolock: $line"; done
 fi
 
-# The guest powers off when it is done; after hot-plug it waits for the
-# host's checks above, and QEMU is told to quit
-if [ -n "$ready" ] && [ -n "$cache1" ] && wait_guest "^guest: done"; then
+# The guest powers off when it is done; after hot-plug or the model's
+# windows it waits for the host's checks above, and QEMU is told to quit
+if [ -n "$model" ] && [ -n "$ready" ]; then
+    qmp '{"execute": "quit"}' >/dev/null
+elif [ -n "$ready" ] && [ -n "$cache1" ] && wait_guest "^guest: done"; then
     qmp '{"execute": "quit"}' >/dev/null
 fi
 while kill -0 $qemu_pid 2>/dev/null && [ "$(date +%s)" -lt $deadline ]; do
