@@ -263,3 +263,10 @@ lock_region_p0() {
     cpus=$(cat /sys/fs/resctrl/p0/cpus_list)
     diag "region p0: $size bytes on L2 cache 0, CPUs $cpus"
 }
+
+# guest_says FILE TEXT: the rest of the first "guest: hot-plug: TEXT" line
+# that a nested real-time guest (rt-guest/init) reported into FILE,
+# without the serial line's CR
+guest_says() {
+    tr -d '\r' <"$1" | sed -n "s|^guest: hot-plug: $2||p" | head -n 1
+}

@@ -589,11 +589,6 @@ wait_guest() {
     done
 }
 
-# guest_says TEXT: the rest of the guest's first "guest: hot-plug: TEXT"
-guest_says() {
-    tr -d '\r' </tmp/rtguest.out | sed -n "s|^guest: hot-plug: $1||p" | head -n 1
-}
-
 wait_guest "^guest: hot-plug: ready for a pc-dimm" $guest_timeout
 check "the guest booted under libvirt and reported in $(($(date +%s) - t_boot)) s" \
     grep -q "^guest: reported" /tmp/rtguest.out
@@ -673,7 +668,7 @@ check_eq "QEMU's backend of the DIMM is 512 KiB" 524288 \
 check "QEMU maps it: /proc/PID/maps lists /dev/pseudo_lock/rthot" \
     grep -q pseudo_lock/rthot /proc/$(domain_pid rtguest)/maps
 wait_guest "^guest: hot-plug: pc-dimm: \(not \)*added\|pc-dimm: no ACPI" 150
-guest_says "pc-dimm: kernel: " | while read -r line; do diag "the guest's kernel: $line"; done
+guest_says /tmp/rtguest.out "pc-dimm: kernel: " | while read -r line; do diag "the guest's kernel: $line"; done
 check "the guest's Linux refuses the DIMM: it adds memory in 128 MiB blocks" \
     grep -q "^guest: hot-plug: pc-dimm: kernel: .*unaligned hotplug range" /tmp/rtguest.out
 
@@ -696,12 +691,12 @@ nv_base=$(sed -n "s|.*<address type='dimm' slot='[0-9]*' base='\(0x[0-9a-f]*\)'/
 check "it is pseudo-locked, at guest-physical ${nv_base:-?}" \
     sh -c "[ -n '$nv_base' ] && [ \"\$(cat $R/$nv_group/mode)\" = pseudo-locked ]"
 wait_guest "^guest: hot-plug: nvdimm: read\|nvdimm: no" 150
-diag "the guest has $(guest_says "nvdimm: ")"
+diag "the guest has $(guest_says /tmp/rtguest.out "nvdimm: ")"
 check_eq "the guest sees /dev/pmem0, as large as the region" \
-    "/dev/pmem0, 524288 bytes" "$(guest_says "nvdimm: ")"
-wrote=$(guest_says "nvdimm: wrote sha256 ")
+    "/dev/pmem0, 524288 bytes" "$(guest_says /tmp/rtguest.out "nvdimm: ")"
+wrote=$(guest_says /tmp/rtguest.out "nvdimm: wrote sha256 ")
 check_eq "what the guest wrote to /dev/pmem0 reads back the same" \
-    "${wrote:-none}" "$(guest_says "nvdimm: read sha256 ")"
+    "${wrote:-none}" "$(guest_says /tmp/rtguest.out "nvdimm: read sha256 ")"
 # QEMU writes the file as its own user, in a directory of that user's
 # (the initramfs's /tmp may not be writable by all)
 mkdir -p /tmp/qemu-out && chown $QEMU_UID:$QEMU_UID /tmp/qemu-out

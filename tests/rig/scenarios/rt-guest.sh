@@ -196,12 +196,6 @@ wait_guest() {
     done
 }
 
-# guest_says TEXT: the rest of the guest's first "guest: hot-plug: TEXT"
-# line (without the serial line's CR)
-guest_says() {
-    tr -d '\r' <$T/guest.out | sed -n "s|^guest: hot-plug: $1||p" | head -n 1
-}
-
 # memory_device ID FIELD: FIELD (a number) of device ID in
 # query-memory-devices
 memory_device() {
@@ -285,7 +279,7 @@ elif [ -z "$cache1" ]; then
 elif [ -n "$ready" ]; then
     wait_guest "^guest: hot-plug: ready for a pc-dimm"
     step "Hot-plug: QEMU creates a second $mib region, on L$level cache $cache1, and plugs it as a pc-dimm"
-    diag "the guest's memory blocks are $(guest_says "memory blocks are ")"
+    diag "the guest's memory blocks are $(guest_says $T/guest.out "memory blocks are ")"
     qmp '{"execute": "object-add", "arguments": {"qom-type": "memory-backend-pseudolock",
           "id": "pl1", "cache-level": '$level', "cache-id": '$cache1', "size": '$region'}}' >$T/qmp.out
     qmp '{"execute": "device_add", "arguments": {"driver": "pc-dimm", "id": "dimm1",
@@ -311,13 +305,13 @@ elif [ -n "$ready" ]; then
           "memdev": "pl1"}}' >$T/qmp.out
     check "device_add nvdimm succeeds" sh -c "! grep -q error $T/qmp.out"
     wait_guest "^guest: hot-plug: nvdimm: read\|nvdimm: no"
-    diag "the guest has $(guest_says "nvdimm: ");" \
+    diag "the guest has $(guest_says $T/guest.out "nvdimm: ");" \
         "it wrote random bytes there with direct I/O and read them back"
     check_eq "the guest sees all of the region as /dev/pmem0" \
-        "/dev/pmem0, $region bytes" "$(guest_says "nvdimm: ")"
-    wrote=$(guest_says "nvdimm: wrote sha256 ")
+        "/dev/pmem0, $region bytes" "$(guest_says $T/guest.out "nvdimm: ")"
+    wrote=$(guest_says $T/guest.out "nvdimm: wrote sha256 ")
     check_eq "what the guest read back is what it wrote" \
-        "$wrote" "$(guest_says "nvdimm: read sha256 ")"
+        "$wrote" "$(guest_says $T/guest.out "nvdimm: read sha256 ")"
     addr=$(memory_device nv1 addr)
     qmp '{"execute": "pmemsave", "arguments": {"val": '"${addr:-0}"', "size": '$region',
           "filename": "'$T'/nvdimm.bin"}}' >/dev/null
