@@ -147,9 +147,10 @@ rmdir $R/p0
 # (ways 8-15 of L2 cache 0 are free again for QEMU's own region)
 
 created="$pl,id=pl0,cache-level=2,cache-id=0,size=1M"
+rm -f /tmp/hold.out     # not the last holder's word: wait for this one's
 /rig/bin/flock-hold $R >/tmp/hold.out &
 holder=$!
-while ! grep -q locked /tmp/hold.out; do sleep 0.1; done
+while ! grep -q locked /tmp/hold.out 2>/dev/null; do sleep 0.1; done
 start=$(date +%s)
 timeout -s KILL 120 $qemu_none -object $created 2>/tmp/held.err
 status=$?
@@ -186,9 +187,10 @@ group=$(cd $R && ls -d qemu-pl-*-pl0 2>/dev/null)
 
 # Quitting while the lock is held: QEMU quits all the same and leaves
 # its group, which the next QEMU reclaims.
+rm -f /tmp/hold.out     # not the last holder's word: wait for this one's
 /rig/bin/flock-hold $R >/tmp/hold.out &
 holder=$!
-while ! grep -q locked /tmp/hold.out; do sleep 0.1; done
+while ! grep -q locked /tmp/hold.out 2>/dev/null; do sleep 0.1; done
 stop_qemu
 check_eq "QEMU quits while the lock is held" 0 $?
 diag "$(grep -v 'TCG doesn' /tmp/qemu.err)"
