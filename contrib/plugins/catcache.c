@@ -26,6 +26,15 @@
  * L1 caches, page walks, instruction fetches, DMA, prefetchers and
  * speculation are not modelled: every data access looks up the L2.
  *
+ * The model feeds the vCPUs' performance counters, so that the emulated
+ * host's own tools (perf, the kernel's pseudo_lock_measure) count its
+ * hits and misses: with -cpu ...,pmu=on each vCPU has the writable
+ * registers "org.qemu.i386.cache-events" (target/i386/pmu.c), into which
+ * the plugin writes the vCPU's running totals of loads and stores that
+ * hit or missed each level just before the vCPU executes RDPMC, RDMSR or
+ * WRMSR: the instructions that read the counters or change what they
+ * count.
+ *
  * Software in the emulated host drives the model through a CPUID leaf
  * that no CPU defines, EAX = 0x63616368 ("cach"), EBX = command:
  *   1  arm: model from now on (until then only CPUID and WRMSR are
@@ -77,6 +86,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define CMD_SHARED_WINDOW_CLOSE 6
 
 #define RDT_FEATURE             "org.qemu.i386.rdt"
+#define EVENTS_FEATURE          "org.qemu.i386.cache-events"
 #define NO_TAG                  UINT64_MAX
 #define MAX_CLOSIDS             64
 
@@ -98,6 +108,19 @@ typedef struct Cache {
     uint64_t clos_hits[MAX_CLOSIDS];    /* the same by class of service */
     uint64_t clos_misses[MAX_CLOSIDS];
 } Cache;
+
+/*
+ * The events that feed the performance counters, numbered as the
+ * registers of EVENTS_FEATURE are
+ */
+#define CACHE_EVENTS            8
+#define CACHE_EVENT(level, store, miss) \
+    (((level) - 2) * 4 + (store) * 2 + (miss))
+
+static const char *const cache_event_names[CACHE_EVENTS] = {
+    "l2_load_hits", "l2_load_misses", "l2_store_hits", "l2_store_misses",
+    "l3_load_hits", "l3_load_misses", "l3_store_hits", "l3_store_misses",
+};
 
 /* What a window counts */
 typedef struct Counts {
@@ -132,6 +155,11 @@ typedef struct Vcpu {
     Counts prefetch;
     uint64_t clflush;           /* lines flushed */
     uint64_t clflush_unresolved;    /* of which no address was found */
+
+    /* Accesses by level, load or store, hit or miss: see CACHE_EVENT() */
+    uint64_t events[CACHE_EVENTS];
+    uint64_t events_fed[CACHE_EVENTS];  /* what the counters last got */
+    struct qemu_plugin_register *event_reg[CACHE_EVENTS];
 } Vcpu;
 
 /*
@@ -364,7 +392,16 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
     for (i = 0; i < regs->len; i++) {
         qemu_plugin_reg_descriptor *r =
             &g_array_index(regs, qemu_plugin_reg_descriptor, i);
+        unsigned e;
 
+        if (!strcmp(r->feature, EVENTS_FEATURE)) {
+            for (e = 0; e < CACHE_EVENTS; e++) {
+                if (!strcmp(r->name, cache_event_names[e])) {
+                    v->event_reg[e] = r->handle;
+                }
+            }
+            continue;
+        }
         /* The general registers by name, ours by feature and name */
         if (!g_hash_table_contains(byname, r->name) &&
             (!strcmp(r->feature, RDT_FEATURE) ||
@@ -524,7 +561,7 @@ static void vcpu_mem(unsigned int vcpu, qemu_plugin_meminfo_t info,
     Vcpu *v;
     uint64_t addr;
     int level, served_by = 0;
-    bool foreign = false;
+    bool foreign = false, store;
 
     if (!g_atomic_int_get(&armed)) {
         return;
@@ -535,6 +572,7 @@ static void vcpu_mem(unsigned int vcpu, qemu_plugin_meminfo_t info,
     }
     v = &vcpus[vcpu];
     addr = qemu_plugin_hwaddr_phys_addr(hw);
+    store = qemu_plugin_mem_is_store(info);
     for (level = 2; level <= 3; level++) {
         Cache *c = v->cache[level];
         uint64_t line, ways;
@@ -544,11 +582,12 @@ static void vcpu_mem(unsigned int vcpu, qemu_plugin_meminfo_t info,
             continue;
         }
         line = addr >> c->line_shift;
-        if (qemu_plugin_mem_is_store(info)) {
+        if (store) {
             cache_invalidate_others(level, c, line);
         }
         ways = qatomic_get_u64(&c->clos_ways[v->clos]);
         way = cache_access(c, line, v->clos, ways);
+        v->events[CACHE_EVENT(level, store, way < 0)]++;
         if (way >= 0) {
             served_by = level;
             foreign = !(ways & (1ULL << way));
@@ -586,6 +625,37 @@ static void vcpu_state_changed(unsigned int vcpu, void *udata)
     qemu_plugin_u64_set(dirty, vcpu, 0);
     if (vcpu < max_vcpus && vcpus[vcpu].pqr_assoc) {
         vcpu_read_state(vcpu);
+    }
+}
+
+/*
+ * Before RDPMC, RDMSR and WRMSR: give the vCPU's performance counters
+ * what the model counted since the last time
+ */
+static void vcpu_feed_counters(unsigned int vcpu, void *udata)
+{
+    g_autoptr(GByteArray) buf = NULL;
+    Vcpu *v;
+    unsigned e;
+
+    if (vcpu >= max_vcpus) {
+        return;
+    }
+    v = &vcpus[vcpu];
+    for (e = 0; e < CACHE_EVENTS; e++) {
+        uint64_t total = GUINT64_TO_LE(v->events[e]);
+
+        if (!v->event_reg[e] || v->events[e] == v->events_fed[e]) {
+            continue;
+        }
+        if (!buf) {
+            buf = g_byte_array_sized_new(sizeof(total));
+        }
+        g_byte_array_set_size(buf, 0);
+        g_byte_array_append(buf, (const guint8 *)&total, sizeof(total));
+        if (qemu_plugin_write_register(v->event_reg[e], buf) > 0) {
+            v->events_fed[e] = v->events[e];
+        }
     }
 }
 
@@ -904,13 +974,20 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         }
         op = insn_opcode(bytes, bytes + len, &rex, &seg);
         if (!op || op[0] != 0x0f ||
-            (!instrumented && op[1] != 0x30 && op[1] != 0xa2)) {
+            (!instrumented && op[1] != 0x30 && op[1] != 0x32 &&
+             op[1] != 0x33 && op[1] != 0xa2)) {
             continue;
         }
         switch (op[1]) {
         case 0x30:      /* WRMSR */
             qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(
                 insn, QEMU_PLUGIN_INLINE_STORE_U64, dirty, 1);
+            /* fall through */
+        case 0x32:      /* RDMSR */
+        case 0x33:      /* RDPMC */
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, vcpu_feed_counters,
+                                                   QEMU_PLUGIN_CB_RW_REGS,
+                                                   NULL);
             break;
         case 0x08:      /* INVD */
         case 0x09:      /* WBINVD */
