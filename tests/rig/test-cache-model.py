@@ -12,10 +12,13 @@ windows and a plot of their hit rates.  --layout broadwell-l3 judges the
 L3 scenario (cache-model-l3) instead of the L2 one; --layout rt-guest
 judges the real-time guest's reads of its node 1 (rt-guest with
 rig.model), counted by the shared windows that every vCPU of the
-emulated host feeds.
+emulated host feeds; --layout counters runs the kernel's own
+measurement with the performance counters that the model feeds
+(cache-counters, whose checks are the guest's) and shows the plugin's
+windows of the same reads beside them.
 
 Usage: test-cache-model.py --plugin LIBCATCACHE.so --plugin-log LOG
-           [--layout goldmont-l2|broadwell-l3|rt-guest] RIG-ARGS...
+           [--layout goldmont-l2|broadwell-l3|rt-guest|counters] RIG-ARGS...
 """
 
 import argparse
@@ -134,10 +137,11 @@ def main():
     p.add_argument('--plugin-log', required=True,
                    help="where to keep the plugin's log")
     p.add_argument('--layout',
-                   choices=('goldmont-l2', 'broadwell-l3', 'rt-guest'),
+                   choices=('goldmont-l2', 'broadwell-l3', 'rt-guest',
+                            'counters'),
                    default='goldmont-l2',
-                   help='the scenario: cache-model, cache-model-l3 or '
-                   'rt-guest')
+                   help='the scenario: cache-model, cache-model-l3, '
+                   'rt-guest or cache-counters')
     own, rest = p.parse_known_args()
     args = rig.parse_args(rest)
     rounds = int(re.search(r'rig\.rounds=(\d+)', args.append).group(1)) \
@@ -163,8 +167,10 @@ def main():
              f'{len(windows)} windows')
     tap.diag('\n'.join(other[:40]))
     cases = {'goldmont-l2': CASES, 'broadwell-l3': CASES_L3,
-             'rt-guest': CASES_RT}[own.layout]
+             'rt-guest': CASES_RT, 'counters': {}}[own.layout]
     tap.diag(table(windows, cases))
+    if own.layout == 'counters':
+        return tap.done()
     if own.layout == 'rt-guest':
         return judge_rt_guest(tap, windows, other)
     tap.diag(plot(windows, cases))

@@ -34,6 +34,9 @@ set -- $($probe cpuid 0 0 0)
 check "the maximum basic leaf reaches 0x10" test $((0x$1)) -ge $((0x10))
 set -- $($probe cpuid 0 7 0)
 check "CPUID.7.0:EBX bit 15 (RDT-A) is set" test $(( 0x$2 & (1 << 15) )) -ne 0
+set -- $($probe cpuid 0 0xa 0)
+check_eq "without pmu=on CPUID leaf 0xA offers no performance counters" \
+    "00000000 00000000 00000000 00000000" "$*"
 set -- $($probe cpuid 0 0x10 0)
 check_eq "CPUID.10.0:EBX lists exactly the L$level resource" $res_bit $((0x$2))
 set -- $($probe cpuid 0 0x10 $subleaf)
