@@ -24,6 +24,18 @@
  * model reads its classes of service and masks from here rather than
  * decoding WRMSR a second time.
  *
+ * With l3-cmt=on (TCG only), cache monitoring too: CPUID leaf 0xF offers
+ * L3 occupancy, IA32_PQR_ASSOC takes an RMID, and IA32_QM_CTR reports
+ * the occupancy of the RMID and event chosen in IA32_QM_EVTSEL.  TCG has
+ * no cache to measure, so the figure is the cache model's (the catcache
+ * plugin): before the vCPU executes RDMSR of IA32_QM_CTR, the plugin
+ * writes the number of lines of the vCPU's L3 that the RMID filled and
+ * that are still there into the register "l3_occupancy" of this
+ * feature, the one register of it that can be written.  Without such a
+ * write since the last change of IA32_QM_EVTSEL, IA32_QM_CTR says the
+ * data is unavailable (bit 62), as the SDM lets hardware do.  The
+ * upscaling factor is the line size: the count is in lines.
+ *
  * Copyright (c) 2026 qemu-pseudolock developers
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -43,6 +55,7 @@
 #include "migration/vmstate.h"
 #include "system/kvm.h"
 #include "system/reset.h"
+#include "system/tcg.h"
 #endif
 #ifdef CONFIG_KVM
 #include "kvm/kvm_i386.h"
@@ -55,7 +68,32 @@ static bool rdt_machine_reset_registered;
 
 bool x86_rdt_enabled(X86CPU *cpu)
 {
+    return cpu->rdt_l2_cat || cpu->rdt_l3_cat || cpu->rdt_l3_cmt;
+}
+
+static bool rdt_cat_enabled(X86CPU *cpu)
+{
     return cpu->rdt_l2_cat || cpu->rdt_l3_cat;
+}
+
+/* The classes of service IA32_PQR_ASSOC takes: only 0 without CAT */
+static uint32_t rdt_closids(X86CPU *cpu)
+{
+    return rdt_cat_enabled(cpu) ? cpu->rdt_closids : 1;
+}
+
+/* The RMIDs IA32_PQR_ASSOC takes: only 0 without monitoring */
+static uint32_t rdt_rmids(X86CPU *cpu)
+{
+    return cpu->rdt_l3_cmt ? cpu->rdt_rmids : 1;
+}
+
+/* Whether IA32_PQR_ASSOC may hold @val: reserved bits clear, both in range */
+static bool rdt_pqr_assoc_valid(X86CPU *cpu, uint64_t val)
+{
+    return !((uint32_t)val & ~PQR_ASSOC_RMID_MASK) &&
+           (val & PQR_ASSOC_RMID_MASK) < rdt_rmids(cpu) &&
+           (val >> PQR_ASSOC_CLOSID_SHIFT) < rdt_closids(cpu);
 }
 
 static CPUCacheInfo *rdt_cache(X86CPU *cpu, int level)
@@ -72,6 +110,44 @@ static uint32_t rdt_cbm_len(X86CPU *cpu, int level)
     return len ? len : rdt_cache(cpu, level)->associativity;
 }
 
+/* Cache monitoring: check its options, and offer it in CPUID */
+static bool rdt_expand_cmt(X86CPU *cpu, Error **errp)
+{
+    CPUX86State *env = &cpu->env;
+
+    if (!cpu->enable_l3_cache) {
+        error_setg(errp, "l3-cmt needs an L3 cache, but l3-cache=off");
+        return false;
+    }
+#ifndef CONFIG_USER_ONLY
+    if (!tcg_enabled()) {
+        error_setg(errp, "l3-cmt reports what a cache model counts, which "
+                   "only TCG runs");
+        error_append_hint(errp, "Use -accel tcg with the catcache plugin.\n");
+        return false;
+    }
+#endif
+    if (cpu->rdt_rmids < 1 || cpu->rdt_rmids > X86_RDT_MAX_RMIDS) {
+        error_setg(errp, "rdt-rmids must be between 1 and %d, not %u",
+                   X86_RDT_MAX_RMIDS, cpu->rdt_rmids);
+        return false;
+    }
+    /* rdt-m=off says there is no monitoring: do not turn it back on */
+    if ((env->user_features[FEAT_7_0_EBX] & CPUID_7_0_EBX_RDT_M) &&
+        !(env->features[FEAT_7_0_EBX] & CPUID_7_0_EBX_RDT_M)) {
+        error_setg(errp, "l3-cmt needs rdt-m, but rdt-m=off");
+        return false;
+    }
+    env->features[FEAT_7_0_EBX] |= CPUID_7_0_EBX_RDT_M;
+    if (env->cpuid_level != UINT32_MAX && env->cpuid_level < 0xf) {
+        error_setg(errp, "l3-cmt needs CPUID level 0xf or higher, but "
+                   "level=0x%x", env->cpuid_level);
+        return false;
+    }
+    env->cpuid_min_level = MAX(env->cpuid_min_level, 0xf);
+    return true;
+}
+
 bool x86_rdt_expand_features(X86CPU *cpu, Error **errp)
 {
     ERRP_GUARD();
@@ -81,8 +157,14 @@ bool x86_rdt_expand_features(X86CPU *cpu, Error **errp)
         return true;
     }
     if (!IS_INTEL_CPU(env)) {
-        error_setg(errp, "l2-cat and l3-cat need an Intel CPU model");
+        error_setg(errp, "l2-cat, l3-cat and l3-cmt need an Intel CPU model");
         return false;
+    }
+    if (cpu->rdt_l3_cmt && !rdt_expand_cmt(cpu, errp)) {
+        return false;
+    }
+    if (!rdt_cat_enabled(cpu)) {
+        return true;
     }
     if (cpu->cache_info_passthrough) {
         error_setg(errp, "l2-cat and l3-cat cannot be combined with "
@@ -165,6 +247,28 @@ void x86_rdt_cpuid(X86CPU *cpu, uint32_t count, uint32_t *eax,
     }
 }
 
+void x86_rdt_mon_cpuid(X86CPU *cpu, uint32_t count, uint32_t *eax,
+                       uint32_t *ebx, uint32_t *ecx, uint32_t *edx)
+{
+    *eax = *ebx = *ecx = *edx = 0;
+    if (!cpu->rdt_l3_cmt) {
+        return;
+    }
+    switch (count) {
+    case 0:
+        /* The highest RMID of any resource; the L3 is the only one */
+        *ebx = cpu->rdt_rmids - 1;
+        *edx = CPUID_F_0_EDX_L3_MON;
+        break;
+    case 1:
+        /* Bytes per unit of IA32_QM_CTR: the count is in lines */
+        *ebx = rdt_cache(cpu, 3)->line_size;
+        *ecx = cpu->rdt_rmids - 1;
+        *edx = CPUID_F_1_EDX_L3_OCCUPANCY;
+        break;
+    }
+}
+
 /*
  * Which capacity bitmask MSR @msr is, if any: the level and the class.
  * The architectural ranges hold masks for 128 (L3) and 64 (L2) classes;
@@ -197,6 +301,8 @@ bool x86_rdt_msr_is_emulated(X86CPU *cpu, uint32_t msr)
         return false;
     }
     return msr == MSR_IA32_PQR_ASSOC || msr == MSR_IA32_MISC_FEATURE_CONTROL ||
+           (cpu->rdt_l3_cmt &&
+            (msr == MSR_IA32_QM_EVTSEL || msr == MSR_IA32_QM_CTR)) ||
            rdt_mask_msr(cpu, msr, &level, &closid);
 }
 
@@ -358,6 +464,25 @@ static void rdt_machine_reset(void *opaque)
 }
 #endif
 
+/*
+ * IA32_QM_CTR: an error for an event or RMID that does not exist, else
+ * what the cache model last reported, if it did since IA32_QM_EVTSEL
+ * changed
+ */
+static uint64_t rdt_qm_ctr(X86CPU *cpu)
+{
+    CPUX86State *env = &cpu->env;
+
+    if ((env->msr_qm_evtsel & QM_EVTSEL_EVENT_MASK) != QM_EVENT_L3_OCCUPANCY ||
+        (env->msr_qm_evtsel >> QM_EVTSEL_RMID_SHIFT) >= cpu->rdt_rmids) {
+        return QM_CTR_ERROR;
+    }
+    if (!env->rdt_qm_fed) {
+        return QM_CTR_UNAVAILABLE;
+    }
+    return env->rdt_qm_occupancy & ~(QM_CTR_ERROR | QM_CTR_UNAVAILABLE);
+}
+
 bool x86_rdt_rdmsr(X86CPU *cpu, uint32_t msr, uint64_t *val)
 {
     CPUX86State *env = &cpu->env;
@@ -366,6 +491,10 @@ bool x86_rdt_rdmsr(X86CPU *cpu, uint32_t msr, uint64_t *val)
 
     if (msr == MSR_IA32_PQR_ASSOC) {
         *val = env->msr_pqr_assoc;
+    } else if (msr == MSR_IA32_QM_EVTSEL && cpu->rdt_l3_cmt) {
+        *val = env->msr_qm_evtsel;
+    } else if (msr == MSR_IA32_QM_CTR && cpu->rdt_l3_cmt) {
+        *val = rdt_qm_ctr(cpu);
     } else if (msr == MSR_IA32_MISC_FEATURE_CONTROL) {
         *val = env->msr_misc_feature_control;
     } else if (rdt_mask_msr(cpu, msr, &level, &closid) &&
@@ -385,16 +514,25 @@ bool x86_rdt_wrmsr(X86CPU *cpu, uint32_t msr, uint64_t val)
     unsigned closid;
 
     if (msr == MSR_IA32_PQR_ASSOC) {
-        /*
-         * No monitoring is emulated, so the RMID must be 0; bits 31:10
-         * are reserved.
-         */
-        if ((uint32_t)val ||
-            (val >> PQR_ASSOC_CLOSID_SHIFT) >= cpu->rdt_closids) {
+        /* Without monitoring the RMID must be 0; bits 31:10 are reserved */
+        if (!rdt_pqr_assoc_valid(cpu, val)) {
             return false;
         }
         env->msr_pqr_assoc = val;
         return true;
+    }
+    if (msr == MSR_IA32_QM_EVTSEL && cpu->rdt_l3_cmt) {
+        /* Any event may be chosen; IA32_QM_CTR says if it exists */
+        if (val & ~(QM_EVTSEL_EVENT_MASK |
+                    PQR_ASSOC_RMID_MASK << QM_EVTSEL_RMID_SHIFT)) {
+            return false;
+        }
+        env->msr_qm_evtsel = val;
+        env->rdt_qm_fed = false;
+        return true;
+    }
+    if (msr == MSR_IA32_QM_CTR) {
+        return false;
     }
     if (msr == MSR_IA32_MISC_FEATURE_CONTROL) {
         if (val & ~MISC_FEATURE_CONTROL_VALID) {
@@ -511,6 +649,87 @@ static const VMStateDescription vmstate_x86_rdt_geometry = {
 };
 
 /*
+ * Cache monitoring: the event and RMID chosen, and the source's number of
+ * RMIDs, which the destination must have (the guest read it from CPUID).
+ * The occupancy itself is the cache model's, which does not migrate: the
+ * destination's model reports from what it sees.
+ */
+static bool rdt_cmt_needed(void *opaque)
+{
+    return X86_CPU(opaque)->rdt_l3_cmt;
+}
+
+typedef struct RdtCmtGeometry {
+    X86CPU *parent;
+    uint32_t rmids;
+} RdtCmtGeometry;
+
+static int rdt_cmt_geometry_pre_save(void *opaque)
+{
+    RdtCmtGeometry *g = opaque;
+
+    g->rmids = g->parent->rdt_rmids;
+    return 0;
+}
+
+static int rdt_cmt_geometry_post_load(void *opaque, int version_id)
+{
+    RdtCmtGeometry *g = opaque;
+    X86CPU *cpu = g->parent;
+
+    if (!cpu->rdt_l3_cmt || g->rmids != cpu->rdt_rmids) {
+        error_report("cpu/rdt-cat/cmt: the source's CPU has L3 cache "
+                     "monitoring with %" PRIu32 " RMIDs, this one %s%" PRIu32
+                     "; start this QEMU with l3-cmt=on and the source's "
+                     "rdt-rmids", g->rmids,
+                     cpu->rdt_l3_cmt ? "" : "none, not ",
+                     cpu->rdt_l3_cmt ? cpu->rdt_rmids : 0);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static const VMStateDescription vmstate_rdt_cmt_geometry_tmp = {
+    .name = "cpu/rdt-cat/cmt/geometry-tmp",
+    .pre_save = rdt_cmt_geometry_pre_save,
+    .post_load = rdt_cmt_geometry_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(rmids, RdtCmtGeometry),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static int rdt_cmt_post_load(void *opaque, int version_id)
+{
+    X86CPU *cpu = opaque;
+    uint64_t evtsel = cpu->env.msr_qm_evtsel;
+
+    if (evtsel & ~(QM_EVTSEL_EVENT_MASK |
+                   PQR_ASSOC_RMID_MASK << QM_EVTSEL_RMID_SHIFT)) {
+        error_report("cpu/rdt-cat/cmt: CPU %d's IA32_QM_EVTSEL 0x%" PRIx64
+                     " has reserved bits set", CPU(cpu)->cpu_index, evtsel);
+        return -EINVAL;
+    }
+    /* Until the destination's model reports, the count is unavailable */
+    cpu->env.rdt_qm_fed = false;
+    return 0;
+}
+
+static const VMStateDescription vmstate_x86_rdt_cmt = {
+    .name = "cpu/rdt-cat/cmt",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rdt_cmt_needed,
+    .post_load = rdt_cmt_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_WITH_TMP(X86CPU, RdtCmtGeometry,
+                         vmstate_rdt_cmt_geometry_tmp),
+        VMSTATE_UINT64(env.msr_qm_evtsel, X86CPU),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/*
  * The stream's state must be what the SDM lets software write: the same
  * checks as WRMSR.  Then it becomes the state of this vCPU's caches.
  */
@@ -522,12 +741,11 @@ static int rdt_post_load(void *opaque, int version_id)
     unsigned closid;
     int level;
 
-    if ((uint32_t)env->msr_pqr_assoc ||
-        (env->msr_pqr_assoc >> PQR_ASSOC_CLOSID_SHIFT) >= cpu->rdt_closids) {
+    if (!rdt_pqr_assoc_valid(cpu, env->msr_pqr_assoc)) {
         error_report("cpu/rdt-cat: CPU %d's IA32_PQR_ASSOC 0x%" PRIx64
-                     " names an RMID or a class of service above %u",
-                     cs->cpu_index, env->msr_pqr_assoc,
-                     cpu->rdt_closids - 1);
+                     " names an RMID above %u or a class of service above "
+                     "%u", cs->cpu_index, env->msr_pqr_assoc,
+                     rdt_rmids(cpu) - 1, rdt_closids(cpu) - 1);
         return -EINVAL;
     }
     if (env->msr_misc_feature_control & ~MISC_FEATURE_CONTROL_VALID) {
@@ -586,6 +804,7 @@ const VMStateDescription vmstate_x86_rdt = {
     },
     .subsections = (const VMStateDescription * const []) {
         &vmstate_x86_rdt_geometry,
+        &vmstate_x86_rdt_cmt,
         NULL
     }
 };
@@ -597,7 +816,8 @@ const VMStateDescription vmstate_x86_rdt = {
  * capacity bitmask of each class of service, L2 first, then L3.  An
  * instance id is Linux's cache id; a level without cache allocation has
  * a CBM length of 0 and masks of 0; a cache that CPUID leaf 4 does not
- * report has 0 sets.
+ * report has 0 sets.  Without cache monitoring qm_evtsel and
+ * l3_occupancy are 0; l3_occupancy is the only one that can be written.
  */
 enum {
     RDT_GDB_PQR_ASSOC,
@@ -612,6 +832,8 @@ enum {
     RDT_GDB_L3_WAYS,
     RDT_GDB_L3_LINE_SIZE,
     RDT_GDB_L3_CBM_LEN,
+    RDT_GDB_QM_EVTSEL,
+    RDT_GDB_L3_OCCUPANCY,
     RDT_GDB_FIXED_REGS,
 };
 
@@ -619,6 +841,7 @@ static const char *const rdt_gdb_fixed_names[RDT_GDB_FIXED_REGS] = {
     "pqr_assoc", "misc_feature_control",
     "l2_id", "l2_sets", "l2_ways", "l2_line_size", "l2_cbm_len",
     "l3_id", "l3_sets", "l3_ways", "l3_line_size", "l3_cbm_len",
+    "qm_evtsel", "l3_occupancy",
 };
 
 /* Whether CPUID leaf 4 reports a level-@level cache for @cpu */
@@ -664,6 +887,10 @@ static int rdt_gdb_read(CPUState *cs, GByteArray *buf, int n)
         return gdb_get_reg32(buf, rdt_gdb_cache_field(cpu, 3, n -
                                                       RDT_GDB_L3_ID +
                                                       RDT_GDB_L2_ID));
+    case RDT_GDB_QM_EVTSEL:
+        return gdb_get_reg64(buf, cpu->env.msr_qm_evtsel);
+    case RDT_GDB_L3_OCCUPANCY:
+        return gdb_get_reg64(buf, cpu->env.rdt_qm_occupancy);
     }
     n -= RDT_GDB_FIXED_REGS;
     level = n < (int)cpu->rdt_closids ? 2 : 3;
@@ -672,10 +899,21 @@ static int rdt_gdb_read(CPUState *cs, GByteArray *buf, int n)
                          qatomic_read(rdt_mask_slot(cpu, level, n)) : 0);
 }
 
-/* The registers are a view of the MSRs, which only WRMSR changes */
+/*
+ * The registers are a view of the MSRs, which only WRMSR changes; but
+ * "l3_occupancy" is where a cache model answers the next RDMSR of
+ * IA32_QM_CTR (see the top of the file)
+ */
 static int rdt_gdb_write(CPUState *cs, uint8_t *buf, int n)
 {
-    return 0;
+    X86CPU *cpu = X86_CPU(cs);
+
+    if (n != RDT_GDB_L3_OCCUPANCY || !cpu->rdt_l3_cmt) {
+        return 0;
+    }
+    cpu->env.rdt_qm_occupancy = ldq_le_p(buf);
+    cpu->env.rdt_qm_fed = true;
+    return 8;
 }
 
 /*
@@ -714,7 +952,8 @@ static const GDBFeature *rdt_gdb_feature(uint32_t closids, int base_reg)
     gdb_feature_builder_init(&builder, &f->feature, "org.qemu.i386.rdt",
                              "i386-rdt.xml", base_reg);
     for (i = 0; i < RDT_GDB_FIXED_REGS; i++) {
-        bool msr = i <= RDT_GDB_MISC_FEATURE_CONTROL;
+        bool msr = i <= RDT_GDB_MISC_FEATURE_CONTROL ||
+                   i >= RDT_GDB_QM_EVTSEL;
 
         gdb_feature_builder_append_reg(&builder, rdt_gdb_fixed_names[i],
                                        msr ? 64 : 32, regnum++,
