@@ -35,6 +35,13 @@
  * WRMSR: the instructions that read the counters or change what they
  * count.
  *
+ * It also answers cache monitoring (CMT; -cpu ...,l3-cmt=on): each line
+ * remembers the RMID (IA32_PQR_ASSOC) of the vCPU that filled it, each
+ * instance counts the lines it holds per RMID, and before a RDMSR of
+ * IA32_QM_CTR the plugin writes the count of the RMID and event chosen
+ * in IA32_QM_EVTSEL, in the vCPU's L3, into "l3_occupancy" of the RDT
+ * feature, which RDMSR then returns.
+ *
  * Software in the emulated host drives the model through a CPUID leaf
  * that no CPU defines, EAX = 0x63616368 ("cach"), EBX = command:
  *   1  arm: model from now on (until then only CPUID and WRMSR are
@@ -89,6 +96,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define EVENTS_FEATURE          "org.qemu.i386.cache-events"
 #define NO_TAG                  UINT64_MAX
 #define MAX_CLOSIDS             64
+#define MAX_RMIDS               1024
+#define MSR_IA32_QM_CTR         0xc8e
+#define QM_EVENT_L3_OCCUPANCY   1
 
 /* One instance of a cache level, shared by the vCPUs whose id it has */
 typedef struct Cache {
@@ -100,6 +110,8 @@ typedef struct Cache {
     uint32_t cbm_len;           /* 0: no cache allocation at this level */
     uint64_t clos_ways[MAX_CLOSIDS];    /* ways each class may fill */
     uint64_t *tag;              /* sets * ways line numbers, NO_TAG empty */
+    uint16_t *owner;            /* the RMID that filled each line */
+    uint64_t occupancy[MAX_RMIDS];  /* lines held, by RMID */
     uint64_t *used;             /* LRU: when each way was last used */
     uint64_t clock;
     GMutex lock;
@@ -135,10 +147,13 @@ typedef struct Counts {
 typedef struct Vcpu {
     Cache *cache[4];            /* [2] and [3]; NULL if absent */
     uint32_t clos;
+    uint32_t rmid;
     uint64_t misc_feature_control;
 
     struct qemu_plugin_register *pqr_assoc;
     struct qemu_plugin_register *misc;
+    struct qemu_plugin_register *qm_evtsel;     /* NULL: no monitoring */
+    struct qemu_plugin_register *l3_occupancy;
     struct qemu_plugin_register *cbm[4][MAX_CLOSIDS];
     struct qemu_plugin_register *gpr[16];   /* by x86 register number */
     struct qemu_plugin_register *seg_base[2];   /* fs_base, gs_base */
@@ -277,6 +292,7 @@ static Cache *cache_get(int level, uint32_t id, uint32_t sets, uint32_t ways,
     c->line_shift = __builtin_ctz(line_size);
     c->cbm_len = cbm_len;
     c->tag = g_new(uint64_t, (size_t)sets * ways);
+    c->owner = g_new0(uint16_t, (size_t)sets * ways);
     c->used = g_new0(uint64_t, (size_t)sets * ways);
     memset(c->tag, 0xff, sizeof(uint64_t) * sets * ways);
     /* Until a class's mask is read, it may fill any way, as at reset */
@@ -342,11 +358,13 @@ static void counts_log(const char *what, unsigned vcpu, const Vcpu *v,
 static void vcpu_read_state(unsigned vcpu)
 {
     Vcpu *v = &vcpus[vcpu];
-    uint64_t misc;
+    uint64_t misc, pqr_assoc;
     unsigned clos;
     int level;
 
-    v->clos = (uint32_t)(read_reg(v->pqr_assoc) >> 32) % MAX_CLOSIDS;
+    pqr_assoc = read_reg(v->pqr_assoc);
+    v->clos = (uint32_t)(pqr_assoc >> 32) % MAX_CLOSIDS;
+    v->rmid = (uint32_t)pqr_assoc % MAX_RMIDS;
     for (level = 2; level <= 3; level++) {
         Cache *c = v->cache[level];
 
@@ -416,6 +434,8 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
     v->seg_base[1] = g_hash_table_lookup(byname, "gs_base");
     v->pqr_assoc = g_hash_table_lookup(byname, "pqr_assoc");
     v->misc = g_hash_table_lookup(byname, "misc_feature_control");
+    v->qm_evtsel = g_hash_table_lookup(byname, "qm_evtsel");
+    v->l3_occupancy = g_hash_table_lookup(byname, "l3_occupancy");
     if (!v->pqr_assoc || !v->misc) {
         if (have_rdt) {
             catlog("vcpu %u has no %s registers: the CPU needs l2-cat=on or "
@@ -457,7 +477,7 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
  * filling it into a way of @ways_mask
  */
 static int cache_access(Cache *c, uint64_t line, uint32_t clos,
-                        uint64_t ways_mask)
+                        uint32_t rmid, uint64_t ways_mask)
 {
     uint64_t set = line % c->sets;
     uint64_t *tag = &c->tag[set * c->ways];
@@ -494,12 +514,26 @@ static int cache_access(Cache *c, uint64_t line, uint32_t clos,
             }
         }
         if (victim != UINT32_MAX) {
+            uint16_t *owner = &c->owner[set * c->ways + victim];
+
+            if (tag[victim] != NO_TAG) {
+                c->occupancy[*owner]--;
+            }
             tag[victim] = line;
             used[victim] = c->clock;
+            *owner = rmid;
+            c->occupancy[rmid]++;
         }
     }
     g_mutex_unlock(&c->lock);
     return hit;
+}
+
+/* Empty the way @slot (set * ways + way) of @c, which holds a line */
+static void cache_drop(Cache *c, uint64_t slot)
+{
+    c->occupancy[c->owner[slot]]--;
+    c->tag[slot] = NO_TAG;
 }
 
 /* Drop @line from every instance of @level but @mine (coherence) */
@@ -520,7 +554,7 @@ static void cache_invalidate_others(int level, const Cache *mine,
         g_mutex_lock(&c->lock);
         for (w = 0; w < c->ways; w++) {
             if (tag[w] == line) {
-                tag[w] = NO_TAG;
+                cache_drop(c, tag - c->tag + w);
             }
         }
         g_mutex_unlock(&c->lock);
@@ -534,8 +568,10 @@ static uint64_t cache_flush(Cache *c)
 
     g_mutex_lock(&c->lock);
     for (i = 0; i < (uint64_t)c->sets * c->ways; i++) {
-        lines += c->tag[i] != NO_TAG;
-        c->tag[i] = NO_TAG;
+        if (c->tag[i] != NO_TAG) {
+            lines++;
+            cache_drop(c, i);
+        }
     }
     g_mutex_unlock(&c->lock);
     return lines;
@@ -586,7 +622,7 @@ static void vcpu_mem(unsigned int vcpu, qemu_plugin_meminfo_t info,
             cache_invalidate_others(level, c, line);
         }
         ways = qatomic_get_u64(&c->clos_ways[v->clos]);
-        way = cache_access(c, line, v->clos, ways);
+        way = cache_access(c, line, v->clos, v->rmid, ways);
         v->events[CACHE_EVENT(level, store, way < 0)]++;
         if (way >= 0) {
             served_by = level;
@@ -629,6 +665,32 @@ static void vcpu_state_changed(unsigned int vcpu, void *udata)
 }
 
 /*
+ * Before RDMSR of IA32_QM_CTR: the lines of the vCPU's L3 that the RMID
+ * of IA32_QM_EVTSEL filled.  Another event, or an RMID beyond the CPU's,
+ * is IA32_QM_CTR's to refuse.
+ */
+static void vcpu_feed_occupancy(Vcpu *v)
+{
+    g_autoptr(GByteArray) buf = g_byte_array_new();
+    uint64_t evtsel = read_reg(v->qm_evtsel);
+    uint32_t rmid = (uint32_t)(evtsel >> 32) % MAX_RMIDS;
+    Cache *c = v->cache[3];
+    uint64_t lines = 0;
+
+    if ((evtsel & 0xff) != QM_EVENT_L3_OCCUPANCY) {
+        return;
+    }
+    if (c) {
+        g_mutex_lock(&c->lock);
+        lines = c->occupancy[rmid];
+        g_mutex_unlock(&c->lock);
+    }
+    lines = GUINT64_TO_LE(lines);
+    g_byte_array_append(buf, (const guint8 *)&lines, sizeof(lines));
+    qemu_plugin_write_register(v->l3_occupancy, buf);
+}
+
+/*
  * Before RDPMC, RDMSR and WRMSR: give the vCPU's performance counters
  * what the model counted since the last time
  */
@@ -642,6 +704,10 @@ static void vcpu_feed_counters(unsigned int vcpu, void *udata)
         return;
     }
     v = &vcpus[vcpu];
+    if (v->l3_occupancy && v->gpr[GPR_RCX] &&
+        (uint32_t)read_reg(v->gpr[GPR_RCX]) == MSR_IA32_QM_CTR) {
+        vcpu_feed_occupancy(v);
+    }
     for (e = 0; e < CACHE_EVENTS; e++) {
         uint64_t total = GUINT64_TO_LE(v->events[e]);
 
@@ -693,7 +759,7 @@ static void cache_flush_line(uint64_t addr)
         g_mutex_lock(&c->lock);
         for (w = 0; w < c->ways; w++) {
             if (tag[w] == line) {
-                tag[w] = NO_TAG;
+                cache_drop(c, tag - c->tag + w);
             }
         }
         g_mutex_unlock(&c->lock);
