@@ -12,13 +12,14 @@ windows and a plot of their hit rates.  --layout broadwell-l3 judges the
 L3 scenario (cache-model-l3) instead of the L2 one; --layout rt-guest
 judges the real-time guest's reads of its node 1 (rt-guest with
 rig.model), counted by the shared windows that every vCPU of the
-emulated host feeds; --layout counters runs the kernel's own
-measurement with the performance counters that the model feeds
-(cache-counters, whose checks are the guest's) and shows the plugin's
-windows of the same reads beside them.
+emulated host feeds; --layout guest relays the checks of a scenario
+that judges for itself (cache-counters: the kernel's own measurement
+with the performance counters that the model feeds; cache-monitoring:
+resctrl's llc_occupancy, which the model answers) and shows the plugin's
+windows beside them.
 
 Usage: test-cache-model.py --plugin LIBCATCACHE.so --plugin-log LOG
-           [--layout goldmont-l2|broadwell-l3|rt-guest|counters] RIG-ARGS...
+           [--layout goldmont-l2|broadwell-l3|rt-guest|guest] RIG-ARGS...
 """
 
 import argparse
@@ -138,10 +139,10 @@ def main():
                    help="where to keep the plugin's log")
     p.add_argument('--layout',
                    choices=('goldmont-l2', 'broadwell-l3', 'rt-guest',
-                            'counters'),
+                            'guest'),
                    default='goldmont-l2',
                    help='the scenario: cache-model, cache-model-l3, '
-                   'rt-guest or cache-counters')
+                   'rt-guest, or one that judges itself')
     own, rest = p.parse_known_args()
     args = rig.parse_args(rest)
     rounds = int(re.search(r'rig\.rounds=(\d+)', args.append).group(1)) \
@@ -167,9 +168,9 @@ def main():
              f'{len(windows)} windows')
     tap.diag('\n'.join(other[:40]))
     cases = {'goldmont-l2': CASES, 'broadwell-l3': CASES_L3,
-             'rt-guest': CASES_RT, 'counters': {}}[own.layout]
+             'rt-guest': CASES_RT, 'guest': {}}[own.layout]
     tap.diag(table(windows, cases))
-    if own.layout == 'counters':
+    if own.layout == 'guest':
         return tap.done()
     if own.layout == 'rt-guest':
         return judge_rt_guest(tap, windows, other)
