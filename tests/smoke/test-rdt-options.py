@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Cache-allocation CPU options that cannot work are refused clearly (TAP).
+"""Cache-allocation and cache-monitoring CPU options that cannot work are
+refused clearly (TAP).
 
 Each case starts qemu-system-x86_64 with a -cpu option that asks for
 something impossible and checks that QEMU exits with an error whose
@@ -16,6 +17,7 @@ from taplib import Tap
 QEMU = os.environ['QEMU_PSEUDOLOCK_QEMU']
 
 GOLDMONT = 'Denverton-v4,model=92'
+BROADWELL_X = 'Broadwell-noTSX,model=79,l3-cache=on'
 
 # (description, -cpu option, text the error must contain, or None: starts)
 CASES = [
@@ -25,7 +27,7 @@ CASES = [
     ('l3-cat without an L3 cache',
      GOLDMONT + ',l3-cat=on', 'l3-cat needs an L3 cache, but l3-cache=off'),
     ('cache allocation on an AMD model',
-     'EPYC,l3-cat=on', 'l2-cat and l3-cat need an Intel CPU model'),
+     'EPYC,l3-cat=on', 'l2-cat, l3-cat and l3-cmt need an Intel CPU model'),
     ('too many classes of service',
      GOLDMONT + ',l2-cat=on,rdt-closids=17',
      'rdt-closids must be between 1 and 16, not 17'),
@@ -46,12 +48,36 @@ CASES = [
      'l2-cat and l3-cat need rdt-a, but rdt-a=off'),
     ('rdt-a=on, which l2-cat implies anyway, starts',
      GOLDMONT + ',l2-cat=on,rdt-a=on', None),
+    ('cache monitoring on Broadwell-X, without allocation, starts',
+     BROADWELL_X + ',l3-cmt=on', None),
+    ('  and with it, starts', BROADWELL_X + ',l3-cat=on,l3-cmt=on', None),
+    ('cache monitoring without an L3 cache',
+     GOLDMONT + ',l3-cmt=on', 'l3-cmt needs an L3 cache, but l3-cache=off'),
+    ('no RMID', BROADWELL_X + ',l3-cmt=on,rdt-rmids=0',
+     'rdt-rmids must be between 1 and 1024, not 0'),
+    ('more RMIDs than IA32_PQR_ASSOC can name',
+     BROADWELL_X + ',l3-cmt=on,rdt-rmids=1025',
+     'rdt-rmids must be between 1 and 1024, not 1025'),
+    ('cache monitoring with rdt-m turned off',
+     BROADWELL_X + ',l3-cmt=on,rdt-m=off', 'l3-cmt needs rdt-m, but rdt-m=off'),
+    ('an explicit CPUID level below 0xf',
+     BROADWELL_X + ',l3-cmt=on,level=14',
+     'l3-cmt needs CPUID level 0xf or higher, but level=0xe'),
+    ('performance counters (pmu=on) under TCG start', GOLDMONT + ',pmu=on',
+     None),
+]
+
+# The same with another accelerator than TCG: no cache model can run
+OTHER_ACCEL_CASES = [
+    ('cache monitoring under qtest',
+     BROADWELL_X + ',l3-cmt=on', 'l3-cmt reports what a cache model counts, '
+     'which only TCG runs'),
 ]
 
 
-def run(cpu):
+def run(cpu, accel='tcg'):
     return subprocess.run(
-        [QEMU, '-machine', 'q35', '-accel', 'tcg', '-cpu', cpu,
+        [QEMU, '-machine', 'q35', '-accel', accel, '-cpu', cpu,
          '-nodefaults', '-display', 'none', '-S', '-qmp', 'stdio'],
         input='{"execute": "qmp_capabilities"}\n{"execute": "quit"}\n',
         capture_output=True, text=True, timeout=60, check=False)
@@ -82,13 +108,15 @@ def kvm_case(tap):
 
 def main():
     tap = Tap()
-    for desc, cpu, want in CASES:
-        res = run(cpu)
+    cases = [(desc, cpu, want, 'tcg') for desc, cpu, want in CASES] + \
+        [(desc, cpu, want, 'qtest') for desc, cpu, want in OTHER_ACCEL_CASES]
+    for desc, cpu, want, accel in cases:
+        res = run(cpu, accel)
         if want is None:
             ok = res.returncode == 0
         else:
             ok = res.returncode != 0 and want in res.stderr
-        tap.ok(ok, f'{desc}: -cpu {cpu}',
+        tap.ok(ok, f'{desc}: -accel {accel} -cpu {cpu}',
                f'exit status {res.returncode}, expected '
                f'{"0" if want is None else "an error: " + want}\n'
                + res.stderr)
