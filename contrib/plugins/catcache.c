@@ -31,9 +31,9 @@
  * hits and misses: with -cpu ...,pmu=on each vCPU has the writable
  * registers "org.qemu.i386.cache-events" (target/i386/pmu.c), into which
  * the plugin writes the vCPU's running totals of loads and stores that
- * hit or missed each level just before the vCPU executes RDPMC, RDMSR or
- * WRMSR: the instructions that read the counters or change what they
- * count.
+ * hit or missed each level, by user or kernel code, just before the vCPU
+ * executes RDPMC, RDMSR or WRMSR: the instructions that read the counters
+ * or change what they count.
  *
  * It also answers cache monitoring (CMT; -cpu ...,l3-cmt=on): each line
  * remembers the RMID (IA32_PQR_ASSOC) of the vCPU that filled it, each
@@ -125,13 +125,19 @@ typedef struct Cache {
  * The events that feed the performance counters, numbered as the
  * registers of EVENTS_FEATURE are
  */
-#define CACHE_EVENTS            8
-#define CACHE_EVENT(level, store, miss) \
-    (((level) - 2) * 4 + (store) * 2 + (miss))
+#define CACHE_EVENTS            16
+#define CACHE_EVENT(level, store, miss, os) \
+    (((((level) - 2) * 2 + (store)) * 2 + (miss)) * 2 + (os))
 
 static const char *const cache_event_names[CACHE_EVENTS] = {
-    "l2_load_hits", "l2_load_misses", "l2_store_hits", "l2_store_misses",
-    "l3_load_hits", "l3_load_misses", "l3_store_hits", "l3_store_misses",
+    "l2_load_hits_usr", "l2_load_hits_os",
+    "l2_load_misses_usr", "l2_load_misses_os",
+    "l2_store_hits_usr", "l2_store_hits_os",
+    "l2_store_misses_usr", "l2_store_misses_os",
+    "l3_load_hits_usr", "l3_load_hits_os",
+    "l3_load_misses_usr", "l3_load_misses_os",
+    "l3_store_hits_usr", "l3_store_hits_os",
+    "l3_store_misses_usr", "l3_store_misses_os",
 };
 
 /* What a window counts */
@@ -590,9 +596,11 @@ static void count(Counts *n, int served_by, bool foreign, uint64_t addr)
     n->hi = MAX(n->hi, addr + 1);
 }
 
+/* @udata: non-NULL for an access by kernel code (see vcpu_tb_trans()) */
 static void vcpu_mem(unsigned int vcpu, qemu_plugin_meminfo_t info,
                      uint64_t vaddr, void *udata)
 {
+    bool os = udata;
     struct qemu_plugin_hwaddr *hw;
     Vcpu *v;
     uint64_t addr;
@@ -623,7 +631,7 @@ static void vcpu_mem(unsigned int vcpu, qemu_plugin_meminfo_t info,
         }
         ways = qatomic_get_u64(&c->clos_ways[v->clos]);
         way = cache_access(c, line, v->clos, v->rmid, ways);
-        v->events[CACHE_EVENT(level, store, way < 0)]++;
+        v->events[CACHE_EVENT(level, store, way < 0, os)]++;
         if (way >= 0) {
             served_by = level;
             foreign = !(ways & (1ULL << way));
@@ -1033,10 +1041,19 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         const FlushOperand *operand;
         uint8_t rex, seg;
 
+        /*
+         * The performance counters' USR and OS filters want the privilege
+         * of the code: code in the upper half of the address space is the
+         * kernel's, as Linux lays it out (reading CS for each access would
+         * cost more than the model)
+         */
         if (instrumented) {
+            bool os = qemu_plugin_insn_vaddr(insn) >> 63;
+
             qemu_plugin_register_vcpu_mem_cb(insn, vcpu_mem,
                                              QEMU_PLUGIN_CB_NO_REGS,
-                                             QEMU_PLUGIN_MEM_RW, NULL);
+                                             QEMU_PLUGIN_MEM_RW,
+                                             os ? (void *)1 : NULL);
         }
         op = insn_opcode(bytes, bytes + len, &rex, &seg);
         if (!op || op[0] != 0x0f ||

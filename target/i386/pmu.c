@@ -34,8 +34,10 @@
  * 2) count nothing.  Overflow sets IA32_PERF_GLOBAL_STATUS but raises no
  * interrupt: counting works (perf stat), sampling does not.  Edge
  * detect, invert and the counter mask are not modelled: a counter with
- * any of them counts nothing; one with neither USR nor OS counts nothing
- * either, and one with either counts accesses at every privilege level.
+ * any of them counts nothing.  USR and OS choose by the privilege of the
+ * code that made the access, which the model takes from where the code
+ * lies: in the upper half of the address space, the kernel's (so it is
+ * for Linux and other systems that put their kernel there).
  *
  * Copyright (c) 2026 qemu-pseudolock developers
  *
@@ -116,18 +118,18 @@ static int pmu_last_level(X86CPU *cpu)
 }
 
 /*
- * How much of an access at @level (a load or a @store, a @miss or a hit
- * there) the counter selected by @evtsel counts: 0 or 1
+ * Whether the counter selected by @evtsel counts an access at @level (a
+ * load or a @store, a @miss or a hit there, by kernel code if @os)
  */
 static bool pmu_event_counts(X86CPU *cpu, uint64_t evtsel, int level,
-                             bool store, bool miss)
+                             bool store, bool miss, bool os)
 {
     CPUX86State *env = &cpu->env;
     unsigned umask = EVTSEL_UMASK(evtsel);
     bool has_l3 = pmu_last_level(cpu) == 3;
     uint64_t rsp;
 
-    if (!(evtsel & (EVTSEL_USR | EVTSEL_OS)) ||
+    if (!(evtsel & (os ? EVTSEL_OS : EVTSEL_USR)) ||
         evtsel & (EVTSEL_EDGE | EVTSEL_INV | EVTSEL_CMASK)) {
         return false;
     }
@@ -170,8 +172,8 @@ static bool pmu_event_counts(X86CPU *cpu, uint64_t evtsel, int level,
 static void pmu_count(X86CPU *cpu, int event, uint64_t delta)
 {
     CPUX86State *env = &cpu->env;
-    int level = 2 + event / 4;
-    bool store = event & 2, miss = event & 1;
+    int level = 2 + event / 8;
+    bool store = event & 4, miss = event & 2, os = event & 1;
     unsigned i;
 
     for (i = 0; i < X86_PMU_GP_COUNTERS; i++) {
@@ -180,7 +182,7 @@ static void pmu_count(X86CPU *cpu, int event, uint64_t delta)
         if (!(env->msr_gp_evtsel[i] & EVTSEL_EN) ||
             !(env->msr_global_ctrl & BIT_ULL(i)) ||
             !pmu_event_counts(cpu, env->msr_gp_evtsel[i], level, store,
-                              miss)) {
+                              miss, os)) {
             continue;
         }
         env->msr_gp_counters[i] = (before + delta) & PMU_COUNTER_MASK;
@@ -329,16 +331,22 @@ const VMStateDescription vmstate_x86_pmu_offcore = {
     }
 };
 
-static const char *const pmu_gdb_names[X86_PMU_CACHE_EVENTS] = {
-    [X86_PMU_CACHE_EVENT(2, 0, 0)] = "l2_load_hits",
-    [X86_PMU_CACHE_EVENT(2, 0, 1)] = "l2_load_misses",
-    [X86_PMU_CACHE_EVENT(2, 1, 0)] = "l2_store_hits",
-    [X86_PMU_CACHE_EVENT(2, 1, 1)] = "l2_store_misses",
-    [X86_PMU_CACHE_EVENT(3, 0, 0)] = "l3_load_hits",
-    [X86_PMU_CACHE_EVENT(3, 0, 1)] = "l3_load_misses",
-    [X86_PMU_CACHE_EVENT(3, 1, 0)] = "l3_store_hits",
-    [X86_PMU_CACHE_EVENT(3, 1, 1)] = "l3_store_misses",
-};
+/*
+ * "l2_load_hits_usr", "l2_load_hits_os", ..., "l3_store_misses_os", in
+ * the order of X86_PMU_CACHE_EVENT()
+ */
+static const char *pmu_gdb_name(unsigned event)
+{
+    static char *names[X86_PMU_CACHE_EVENTS];
+
+    if (!names[event]) {
+        names[event] = g_strdup_printf("l%u_%s_%s_%s", 2 + event / 8,
+                                       event & 4 ? "store" : "load",
+                                       event & 2 ? "misses" : "hits",
+                                       event & 1 ? "os" : "usr");
+    }
+    return names[event];
+}
 
 static int pmu_gdb_read(CPUState *cs, GByteArray *buf, int n)
 {
@@ -394,7 +402,7 @@ static const GDBFeature *pmu_gdb_feature(int base_reg)
                              "org.qemu.i386.cache-events",
                              "i386-cache-events.xml", base_reg);
     for (i = 0; i < X86_PMU_CACHE_EVENTS; i++) {
-        gdb_feature_builder_append_reg(&builder, pmu_gdb_names[i], 64, i,
+        gdb_feature_builder_append_reg(&builder, pmu_gdb_name(i), 64, i,
                                        "uint64", "cache-events");
     }
     gdb_feature_builder_end(&builder);

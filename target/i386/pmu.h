@@ -20,10 +20,10 @@
 /*
  * The cache events a model supplies, per vCPU: the index of
  * env->pmu_cache_events[] for an access at @level (2 or 3), a load or a
- * store, that hit or missed there.
+ * store, that hit or missed there, made by user (0) or kernel (1) code.
  */
-#define X86_PMU_CACHE_EVENT(level, store, miss) \
-    (((level) - 2) * 4 + (store) * 2 + (miss))
+#define X86_PMU_CACHE_EVENT(level, store, miss, os) \
+    (((((level) - 2) * 2 + (store)) * 2 + (miss)) * 2 + (os))
 
 /* Whether @cpu's performance counters are emulated here (TCG, pmu=on) */
 bool x86_pmu_emulated(X86CPU *cpu);
