@@ -14,6 +14,9 @@
 # The model has no L1, so the few loads of the measuring code itself
 # between its two RDPMCs (its stack) count as L2 hits too: a handful more
 # hits than lines.
+# Then Linux's perf: LLC-loads and LLC-load-misses (the offcore response
+# events Linux programs for them) of a reader whose buffer the last level
+# holds, and of one that streams four times that level.
 # rig.level=2 (Goldmont, 1 MiB in ways 8-15 of L2 cache 0) or
 # rig.level=3 (Broadwell-X, 1 MiB in way 8 of L3 cache 0).
 
@@ -96,6 +99,46 @@ set -- $(measure)
 diag "$event: hits=$1 miss=$2 of $lines lines"
 check "the kernel counts a miss for each line" \
     test "${2:-0}" -eq $lines -a "${1:-$lines}" -lt $((lines / 100))
+
+
+# perf_llc LABEL SIZE ROUNDS: "LOADS MISSES", perf stat's LLC-loads and
+# LLC-load-misses in user mode of a reader on CPU 0 that reads SIZE of
+# ordinary memory ROUNDS times, a load a line (user mode: without the
+# kernel's work for the reader, such as its page faults)
+perf_llc() {
+    perf stat -x, -e LLC-loads:u,LLC-load-misses:u -o /tmp/perf.$1 -- \
+        taskset -c 0 $PROBE read $1 $2 - $3 0 >/dev/null 2>&1
+    diag "$(grep -v '^#' /tmp/perf.$1)" >&2
+    echo "$(sed -n 's/^\([0-9]*\),[^,]*,LLC-loads[:u]*,.*/\1/p' /tmp/perf.$1)" \
+         "$(sed -n 's/^\([0-9]*\),[^,]*,LLC-load-misses[:u]*,.*/\1/p' /tmp/perf.$1)"
+}
+
+step "perf stat -e LLC-loads:u,LLC-load-misses:u"
+# A buffer the last level holds, and one four times that level (KiB)
+if [ "$level" = 2 ]; then
+    resident=512 stream=8192
+else
+    resident=2048 stream=32768
+fi
+set -- $(perf_llc resident ${resident}K 16)
+resident_loads=${1:-0} resident_misses=${2:-0}
+set -- $(perf_llc stream ${stream}K 2)
+stream_loads=${1:-0} stream_misses=${2:-0}
+diag "reading $resident KiB 16 times: $resident_loads LLC loads, $resident_misses misses"
+diag "reading $stream KiB twice: $stream_loads LLC loads, $stream_misses misses"
+# The reader's own loads besides its reads (its loop, compiled without
+# optimisation, keeps its variables on the stack) hit: on the Goldmont
+# host, whose last level is the L2 that every load goes to (the model has
+# no L1), they count as LLC loads too
+resident_reads=$((resident * 1024 / 64 * 16))
+stream_reads=$((stream * 1024 / 64 * 2))
+check "perf counts an LLC load at least for each line each reader reads" \
+    test $resident_loads -ge $resident_reads -a $stream_loads -ge $stream_reads
+check "  the streaming reader misses each (within a tenth)" \
+    test $stream_misses -ge $((stream_reads * 9 / 10)) -a \
+         $stream_misses -le $((stream_reads * 11 / 10))
+check "  the resident reader misses under 1% of them" \
+    test $((resident_misses * 100)) -lt $resident_reads
 
 $PROBE disarm
 rmdir $R/p0

@@ -6,7 +6,8 @@
 # leaf 0xF and its MSR rules come first; then Linux's resctrl offers
 # llc_occupancy, and a task in a monitoring group that streams 4 MiB on
 # CPU 0 shows about that much of socket 0's L3; after it stops and CPU 1
-# goes offline (WBINVD on that L3), almost nothing.
+# goes offline (WBINVD on that L3), almost nothing.  Before that, Intel's
+# pqos monitors core 0 through the MSRs while a streamer runs there.
 
 R=/sys/fs/resctrl
 PROBE=/rig/bin/cache-probe
@@ -38,6 +39,30 @@ check_eq "IA32_QM_CTR is read-only" GP "$($probe wrmsr 3 0xc8e 0)"
 
 $PROBE arm
 check "the cache model is armed" true
+
+# Intel's pqos through the MSRs (before resctrl is mounted, as pqos
+# wants): it gives core 0 an RMID of its own and reads its occupancy
+# every half second while a streamer starts there; the last sample is
+# what the streamer holds
+step "pqos -m llc:0 through the MSRs"
+# its lock file
+mkdir -p /var/lock
+pqos --iface=msr -m llc:0 -t 8 -i 5 -u csv -o /tmp/pqos.csv \
+    >/tmp/pqos.out 2>&1 &
+pqos=$!
+sleep 2
+taskset -c 0 $PROBE noise ${buffer_kib}K &
+streamer=$!
+wait $pqos
+pqos_status=$?
+kill $streamer
+wait $streamer 2>/dev/null
+tail -n 3 /tmp/pqos.csv | while read -r line; do diag "$line"; done
+check_eq "pqos monitors core 0 and exits" 0 $pqos_status
+[ $pqos_status = 0 ] || diag "$(cat /tmp/pqos.out)"
+kib=$(tail -n 1 /tmp/pqos.csv | awk -F, '{ printf "%d", $NF }')
+check "  and reports about the streamer's buffer in its LLC[KB] (within an eighth)" \
+    test "${kib:-0}" -ge $((buffer_kib * 7 / 8)) -a "${kib:-0}" -le $((buffer_kib * 9 / 8))
 
 step "Linux's resctrl monitors the L3"
 mount -t resctrl resctrl $R
