@@ -677,13 +677,18 @@ static int rdt_cmt_geometry_post_load(void *opaque, int version_id)
     RdtCmtGeometry *g = opaque;
     X86CPU *cpu = g->parent;
 
-    if (!cpu->rdt_l3_cmt || g->rmids != cpu->rdt_rmids) {
+    if (!cpu->rdt_l3_cmt) {
         error_report("cpu/rdt-cat/cmt: the source's CPU has L3 cache "
-                     "monitoring with %" PRIu32 " RMIDs, this one %s%" PRIu32
-                     "; start this QEMU with l3-cmt=on and the source's "
-                     "rdt-rmids", g->rmids,
-                     cpu->rdt_l3_cmt ? "" : "none, not ",
-                     cpu->rdt_l3_cmt ? cpu->rdt_rmids : 0);
+                     "monitoring with %" PRIu32 " RMIDs, this one has none; "
+                     "start this QEMU with l3-cmt=on,rdt-rmids=%" PRIu32,
+                     g->rmids, g->rmids);
+        return -EINVAL;
+    }
+    if (g->rmids != cpu->rdt_rmids) {
+        error_report("cpu/rdt-cat/cmt: the source's CPU has L3 cache "
+                     "monitoring with %" PRIu32 " RMIDs, this one with %"
+                     PRIu32 "; start this QEMU with rdt-rmids=%" PRIu32,
+                     g->rmids, cpu->rdt_rmids, g->rmids);
         return -EINVAL;
     }
     return 0;
