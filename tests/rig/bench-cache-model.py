@@ -4,10 +4,13 @@
 
 Boots the emulated host to the end of its boot scenario ROUNDS times in
 each of three ways, in turn: without the catcache plugin, with it loaded
-but not armed (how every scenario boots), and armed from the start; and
-prints the median wall time of each and its ratio to the first.
+but not armed (how every scenario boots), and armed from the start; with
+--fed-cpu-options, a fourth: armed, with those CPU options added (such as
+pmu=on, whose counters the model feeds); and prints the median wall time
+of each and its ratio to the first.
 
-Usage: bench-cache-model.py --plugin LIBCATCACHE.so --rounds N RIG-ARGS...
+Usage: bench-cache-model.py --plugin LIBCATCACHE.so --rounds N
+           [--fed-cpu-options ,OPTIONS] RIG-ARGS...
 (the arguments of rig.py for the boot scenario, less --qemu-arg)
 """
 
@@ -27,7 +30,11 @@ def main():
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument('--plugin', required=True)
     p.add_argument('--rounds', type=int, default=3)
+    p.add_argument('--fed-cpu-options', default='')
     own, rig_args = p.parse_known_args()
+    cpu = argparse.ArgumentParser(add_help=False)
+    cpu.add_argument('--cpu', default='')
+    base_cpu = cpu.parse_known_args(rig_args)[0].cpu
     tap = Tap()
     configs = [
         ('no plugin', []),
@@ -36,6 +43,11 @@ def main():
         ('catcache armed from the start',
          ['--qemu-arg=-plugin', f'--qemu-arg={own.plugin},armed=on']),
     ]
+    if own.fed_cpu_options:
+        configs.append((f'armed, -cpu ...{own.fed_cpu_options}',
+                        ['--qemu-arg=-plugin',
+                         f'--qemu-arg={own.plugin},armed=on',
+                         '--cpu', base_cpu + own.fed_cpu_options]))
     times = {name: [] for name, _ in configs}
     for _ in range(own.rounds):
         for name, extra in configs:

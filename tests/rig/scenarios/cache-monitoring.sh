@@ -7,7 +7,8 @@
 # llc_occupancy, and a task in a monitoring group that streams 4 MiB on
 # CPU 0 shows about that much of socket 0's L3; after it stops and CPU 1
 # goes offline (WBINVD on that L3), almost nothing.  Before that, Intel's
-# pqos monitors core 0 through the MSRs while a streamer runs there.
+# pqos monitors cores 0 and 1 through the MSRs while a streamer runs on
+# core 0.
 
 R=/sys/fs/resctrl
 PROBE=/rig/bin/cache-probe
@@ -41,13 +42,14 @@ $PROBE arm
 check "the cache model is armed" true
 
 # Intel's pqos through the MSRs (before resctrl is mounted, as pqos
-# wants): it gives core 0 an RMID of its own and reads its occupancy
-# every half second while a streamer starts there; the last sample is
-# what the streamer holds
-step "pqos -m llc:0 through the MSRs"
+# wants): it gives each core of socket 0 an RMID of its own and reads
+# their occupancy every half second while a streamer starts on core 0;
+# the last sample shows what the streamer holds, and the other core
+# next to nothing
+step "pqos -m llc:0-1 through the MSRs"
 # its lock file
 mkdir -p /var/lock
-pqos --iface=msr -m llc:0 -t 8 -i 5 -u csv -o /tmp/pqos.csv \
+pqos --iface=msr -m llc:0-1 -t 8 -i 5 -u csv -o /tmp/pqos.csv \
     >/tmp/pqos.out 2>&1 &
 pqos=$!
 sleep 2
@@ -57,12 +59,24 @@ wait $pqos
 pqos_status=$?
 kill $streamer
 wait $streamer 2>/dev/null
-tail -n 3 /tmp/pqos.csv | while read -r line; do diag "$line"; done
-check_eq "pqos monitors core 0 and exits" 0 $pqos_status
+diag "$(head -n 1 /tmp/pqos.csv)"
+diag "$(tail -n 2 /tmp/pqos.csv)"
+check_eq "pqos monitors cores 0 and 1 and exits" 0 $pqos_status
 [ $pqos_status = 0 ] || diag "$(cat /tmp/pqos.out)"
-kib=$(tail -n 1 /tmp/pqos.csv | awk -F, '{ printf "%d", $NF }')
-check "  and reports about the streamer's buffer in its LLC[KB] (within an eighth)" \
-    test "${kib:-0}" -ge $((buffer_kib * 7 / 8)) -a "${kib:-0}" -le $((buffer_kib * 9 / 8))
+# core_kib CORE: the last sample's LLC[KB] of CORE
+core_kib() {
+    awk -F, -v core="\"$1\"" '$2 == core { kib = $NF } END { printf "%d", kib }' \
+        /tmp/pqos.csv
+}
+check "  core 0's LLC[KB] is the streamer's buffer (within an eighth)" \
+    test "$(core_kib 0)" -ge $((buffer_kib * 7 / 8)) -a \
+         "$(core_kib 0)" -le $((buffer_kib * 9 / 8))
+check "  core 1's under a sixteenth of that" \
+    test "$(core_kib 1)" -lt $((buffer_kib / 16))
+# The streamer's lines stay those of the RMID pqos gave core 0, which
+# resctrl may hand out again: empty the L3 (WBINVD as CPU 1 goes offline)
+echo 0 >/sys/devices/system/cpu/cpu1/online
+echo 1 >/sys/devices/system/cpu/cpu1/online
 
 step "Linux's resctrl monitors the L3"
 mount -t resctrl resctrl $R
