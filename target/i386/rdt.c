@@ -110,11 +110,37 @@ static uint32_t rdt_cbm_len(X86CPU *cpu, int level)
     return len ? len : rdt_cache(cpu, level)->associativity;
 }
 
-/* Cache monitoring: check its options, and offer it in CPUID */
-static bool rdt_expand_cmt(X86CPU *cpu, Error **errp)
+/*
+ * Set the CPUID[7,0].EBX bit @bit (the feature @bit_name) and raise the
+ * CPUID level to @level, as @needs ("l3-cmt needs") says they must be;
+ * but a user's @bit_name=off, or a lower level=, says there is no such
+ * feature: refuse rather than turn it back on.  Linux ignores the
+ * enumeration leaves unless the maximum basic leaf reaches them.
+ */
+static bool rdt_require_cpuid(X86CPU *cpu, uint32_t bit, const char *bit_name,
+                              uint32_t level, const char *needs,
+                              Error **errp)
 {
     CPUX86State *env = &cpu->env;
 
+    if ((env->user_features[FEAT_7_0_EBX] & bit) &&
+        !(env->features[FEAT_7_0_EBX] & bit)) {
+        error_setg(errp, "%s %s, but %s=off", needs, bit_name, bit_name);
+        return false;
+    }
+    env->features[FEAT_7_0_EBX] |= bit;
+    if (env->cpuid_level != UINT32_MAX && env->cpuid_level < level) {
+        error_setg(errp, "%s CPUID level 0x%x or higher, but level=0x%x",
+                   needs, level, env->cpuid_level);
+        return false;
+    }
+    env->cpuid_min_level = MAX(env->cpuid_min_level, level);
+    return true;
+}
+
+/* Cache monitoring: check its options, and offer it in CPUID */
+static bool rdt_expand_cmt(X86CPU *cpu, Error **errp)
+{
     if (!cpu->enable_l3_cache) {
         error_setg(errp, "l3-cmt needs an L3 cache, but l3-cache=off");
         return false;
@@ -132,20 +158,8 @@ static bool rdt_expand_cmt(X86CPU *cpu, Error **errp)
                    X86_RDT_MAX_RMIDS, cpu->rdt_rmids);
         return false;
     }
-    /* rdt-m=off says there is no monitoring: do not turn it back on */
-    if ((env->user_features[FEAT_7_0_EBX] & CPUID_7_0_EBX_RDT_M) &&
-        !(env->features[FEAT_7_0_EBX] & CPUID_7_0_EBX_RDT_M)) {
-        error_setg(errp, "l3-cmt needs rdt-m, but rdt-m=off");
-        return false;
-    }
-    env->features[FEAT_7_0_EBX] |= CPUID_7_0_EBX_RDT_M;
-    if (env->cpuid_level != UINT32_MAX && env->cpuid_level < 0xf) {
-        error_setg(errp, "l3-cmt needs CPUID level 0xf or higher, but "
-                   "level=0x%x", env->cpuid_level);
-        return false;
-    }
-    env->cpuid_min_level = MAX(env->cpuid_min_level, 0xf);
-    return true;
+    return rdt_require_cpuid(cpu, CPUID_7_0_EBX_RDT_M, "rdt-m", 0xf,
+                             "l3-cmt needs", errp);
 }
 
 bool x86_rdt_expand_features(X86CPU *cpu, Error **errp)
@@ -194,20 +208,10 @@ bool x86_rdt_expand_features(X86CPU *cpu, Error **errp)
     }
 #endif
 
-    /* rdt-a=off says there is no allocation: do not turn it back on */
-    if ((env->user_features[FEAT_7_0_EBX] & CPUID_7_0_EBX_RDT_A) &&
-        !(env->features[FEAT_7_0_EBX] & CPUID_7_0_EBX_RDT_A)) {
-        error_setg(errp, "l2-cat and l3-cat need rdt-a, but rdt-a=off");
+    if (!rdt_require_cpuid(cpu, CPUID_7_0_EBX_RDT_A, "rdt-a", 0x10,
+                           "l2-cat and l3-cat need", errp)) {
         return false;
     }
-    env->features[FEAT_7_0_EBX] |= CPUID_7_0_EBX_RDT_A;
-    /* Linux ignores leaf 0x10 unless the maximum basic leaf reaches it */
-    if (env->cpuid_level != UINT32_MAX && env->cpuid_level < 0x10) {
-        error_setg(errp, "l2-cat and l3-cat need CPUID level 0x10 or "
-                   "higher, but level=0x%x", env->cpuid_level);
-        return false;
-    }
-    env->cpuid_min_level = MAX(env->cpuid_min_level, 0x10);
 
 #ifndef CONFIG_USER_ONLY
     if (!rdt_machine_reset_registered) {
