@@ -113,19 +113,25 @@ def hmp(path, commands, timeout=20):
         return [f'(no answer: {e})']
 
 
-def stall_snapshot(path, cpus):
+def stall_snapshot(run_hmp, cpus):
     """What a stall needs to be explained, from QEMU: each vCPU's
     registers (HLT= in the flags line says it halted, IF is in RFL=) and
-    its local APIC (the timer's LVT and counts, ISR, IRR, PPR)."""
+    its local APIC (the timer's LVT and counts, ISR, IRR, PPR).
+    @run_hmp(COMMANDS) gives the output of each HMP command."""
     commands = ['info cpus', 'info registers -a'] + \
         [f'info lapic {cpu}' for cpu in range(cpus)]
     lines = []
-    for command, out in zip(commands, hmp(path, commands)):
+    for command, out in zip(commands, run_hmp(commands)):
         lines.append(f'(qemu) {command}')
         lines += [line for line in out.splitlines() if line.strip() and (
             command != 'info registers -a' or
             re.match(r'(CPU#|RIP=|EIP=)', line))]
     return lines
+
+
+def smp_cpus(smp):
+    """The number of vCPUs at start that an -smp argument gives."""
+    return int(re.match(r'(?:cpus=)?(\d+)', smp).group(1))
 
 
 def console_tail(path, lines=25):
@@ -168,7 +174,7 @@ def run(args):
     tmp = tempfile.TemporaryDirectory()
     qmp = os.path.join(tmp.name, 'rig.qmp')
     cmd = qemu_command(args, qmp=qmp)
-    cpus = int(re.match(r'(?:cpus=)?(\d+)', args.smp).group(1))
+    cpus = smp_cpus(args.smp)
     snapshot = []
     console = ConsoleWatch(args.console_log)
     reported = False
@@ -197,7 +203,7 @@ def run(args):
             proc.kill()
             break
         if console.stalled and not snapshot:
-            snapshot = stall_snapshot(qmp, cpus)
+            snapshot = stall_snapshot(lambda c: hmp(qmp, c), cpus)
         for key, _ in sel.select(timeout=min(remaining, 1.0)):
             data = os.read(key.fileobj.fileno(), 65536)
             if not data:

@@ -2,7 +2,12 @@
 """A rig host driven from outside: the tests that act on the emulated
 host's QEMU while its scenario runs (migration, vCPU hot-plug) start it
 through this, with QMP and the scenario's report channel (ttyS1) as
-sockets."""
+sockets.
+
+When the host kernel reports an RCU stall on its console, the state of
+QEMU's vCPUs and local APICs is printed at once (as TAP comments), as
+rig.py does for the scenarios it runs: a test that then waits for its
+guest until it is killed still leaves the snapshot in its log."""
 
 import copy
 import os
@@ -23,6 +28,9 @@ class Host:
         self.report_path = os.path.join(tmp, f'{name}.report')
         args = copy.copy(args)
         args.console_log = f'{args.console_log}.{name}'
+        self.console = rig.ConsoleWatch(args.console_log)
+        self.cpus = rig.smp_cpus(args.smp)
+        self.stall_reported = False
         cmd = rig.qemu_command(
             args, f'unix:{self.report_path},server=on,wait=off')
         cmd += ['-qmp', f'unix:{self.qmp_path},server=on,wait=off']
@@ -42,14 +50,40 @@ class Host:
         self.report.connect(self.report_path)
         self.buffer = b''
 
+    def hmp(self, commands):
+        """The output of each HMP command in @commands."""
+        out = []
+        for command in commands:
+            try:
+                out.append(self.qmp.cmd('human-monitor-command',
+                                        **{'command-line': command}))
+            except Exception as e:  # pylint: disable=broad-except
+                out.append(f'(no answer: {e})')
+        return out
+
+    def watch_console(self):
+        """Print QEMU's state the first time the host kernel stalls."""
+        self.console.poll()
+        if self.console.stalled and not self.stall_reported:
+            self.stall_reported = True
+            print(f'# the host kernel reported an RCU stall: '
+                  f'{self.console.stalled}', flush=True)
+            print('# QEMU at that moment:', flush=True)
+            for line in rig.stall_snapshot(self.hmp, self.cpus):
+                print(f'#   {line}', flush=True)
+
     def read_line(self, timeout):
         deadline = time.monotonic() + timeout
         while b'\n' not in self.buffer:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError('no line from the guest')
-            self.report.settimeout(left)
-            data = self.report.recv(4096)
+            self.watch_console()
+            self.report.settimeout(min(left, 1.0))
+            try:
+                data = self.report.recv(4096)
+            except socket.timeout:
+                continue
             if not data:
                 raise EOFError('the guest closed its report channel')
             self.buffer += data
