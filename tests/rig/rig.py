@@ -69,8 +69,11 @@ def qemu_command(args, report='stdio', qmp=None):
     """The QEMU command line of a rig host; @report is the chardev
     backend of ttyS1, the scenario's report channel; @qmp, a socket
     path for QMP."""
+    # loglevel=5: the kernel's warnings reach the console log too, where
+    # what comes before a rare stall (a clocksource found unstable, a
+    # timer that failed its check) then shows
     append = ' '.join(filter(None, [
-        'console=ttyS0', 'panic=-1', 'quiet', 'loglevel=4',
+        'console=ttyS0', 'panic=-1', 'quiet', 'loglevel=5',
         f'rig.scenario={args.scenario}', args.append]))
     return [
         args.qemu,
