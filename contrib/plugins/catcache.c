@@ -275,6 +275,16 @@ static uint64_t read_reg(struct qemu_plugin_register *reg)
     return GUINT64_FROM_LE(val);
 }
 
+/* Write @val into a 64-bit register; whether the target took it */
+static bool write_reg(struct qemu_plugin_register *reg, uint64_t val)
+{
+    g_autoptr(GByteArray) buf = g_byte_array_sized_new(sizeof(val));
+
+    val = GUINT64_TO_LE(val);
+    g_byte_array_append(buf, (const guint8 *)&val, sizeof(val));
+    return qemu_plugin_write_register(reg, buf) > 0;
+}
+
 /* The instance (@level, @id), made on first use */
 static Cache *cache_get(int level, uint32_t id, uint32_t sets, uint32_t ways,
                         uint32_t line_size, uint32_t cbm_len)
@@ -679,7 +689,6 @@ static void vcpu_state_changed(unsigned int vcpu, void *udata)
  */
 static void vcpu_feed_occupancy(Vcpu *v)
 {
-    g_autoptr(GByteArray) buf = g_byte_array_new();
     uint64_t evtsel = read_reg(v->qm_evtsel);
     uint32_t rmid = (uint32_t)(evtsel >> 32) % MAX_RMIDS;
     Cache *c = v->cache[3];
@@ -693,9 +702,7 @@ static void vcpu_feed_occupancy(Vcpu *v)
         lines = c->occupancy[rmid];
         g_mutex_unlock(&c->lock);
     }
-    lines = GUINT64_TO_LE(lines);
-    g_byte_array_append(buf, (const guint8 *)&lines, sizeof(lines));
-    qemu_plugin_write_register(v->l3_occupancy, buf);
+    write_reg(v->l3_occupancy, lines);
 }
 
 /*
@@ -704,7 +711,6 @@ static void vcpu_feed_occupancy(Vcpu *v)
  */
 static void vcpu_feed_counters(unsigned int vcpu, void *udata)
 {
-    g_autoptr(GByteArray) buf = NULL;
     Vcpu *v;
     unsigned e;
 
@@ -717,17 +723,8 @@ static void vcpu_feed_counters(unsigned int vcpu, void *udata)
         vcpu_feed_occupancy(v);
     }
     for (e = 0; e < CACHE_EVENTS; e++) {
-        uint64_t total = GUINT64_TO_LE(v->events[e]);
-
-        if (!v->event_reg[e] || v->events[e] == v->events_fed[e]) {
-            continue;
-        }
-        if (!buf) {
-            buf = g_byte_array_sized_new(sizeof(total));
-        }
-        g_byte_array_set_size(buf, 0);
-        g_byte_array_append(buf, (const guint8 *)&total, sizeof(total));
-        if (qemu_plugin_write_register(v->event_reg[e], buf) > 0) {
+        if (v->event_reg[e] && v->events[e] != v->events_fed[e] &&
+            write_reg(v->event_reg[e], v->events[e])) {
             v->events_fed[e] = v->events[e];
         }
     }
