@@ -124,12 +124,39 @@ def stall_snapshot(run_hmp, cpus):
     commands = ['info cpus', 'info registers -a'] + \
         [f'info lapic {cpu}' for cpu in range(cpus)]
     lines = []
+    lapics = {}
     for command, out in zip(commands, run_hmp(commands)):
         lines.append(f'(qemu) {command}')
         lines += [line for line in out.splitlines() if line.strip() and (
             command != 'info registers -a' or
             re.match(r'(CPU#|RIP=|EIP=)', line))]
-    return lines
+        if command.startswith('info lapic '):
+            lapics[int(command.split()[-1])] = out
+    return lines + timer_stuck_in_service(lapics)
+
+
+def timer_stuck_in_service(lapics):
+    """The vCPUs whose local APIC timer interrupt is still in service, from
+    @lapics ({vCPU: its 'info lapic' text}).  Every timer interrupt ends
+    with the guest's EOI within microseconds; one left in ISR raises the
+    processor priority (PPR) to its class, so that every later timer
+    interrupt, and any other of that class or below, waits in IRR for
+    ever: that vCPU's tick has stopped, and RCU reports it stalled.  The
+    stall seen in the rig so far is this one."""
+    found = []
+    for cpu, text in sorted(lapics.items()):
+        lvtt = re.search(r'^LVTT\s.*\(vec (\d+)\)', text, re.M)
+        isr = re.search(r'^ISR\s+(.*)$', text, re.M)
+        ppr = re.search(r'\bPPR (0x[0-9a-f]+)', text)
+        if not (lvtt and isr):
+            continue
+        vector = int(lvtt.group(1))
+        if str(vector) in isr.group(1).split():
+            found.append(f'vCPU {cpu}: its timer interrupt (vector {vector}) '
+                         'is still in service, never ended by an EOI; PPR '
+                         f'{ppr.group(1) if ppr else "?"} holds back its '
+                         'later timer interrupts')
+    return found
 
 
 def smp_cpus(smp):
