@@ -75,16 +75,21 @@ def main():
                      '--cpu', args.cpu, '--smp', args.smp, '--mem', '1G',
                      '--timeout', '150', '--console-log', console],
                     stdout=out, stderr=subprocess.STDOUT)
-            with open(console, encoding='utf-8', errors='replace') as f:
-                stall = any(rig.KERNEL_STALLED.search(line) for line in f)
+            try:
+                with open(console, encoding='utf-8', errors='replace') as f:
+                    stall = any(rig.KERNEL_STALLED.search(line) for line in f)
+            except OSError:
+                stall = False   # QEMU did not start: the report says why
             took = time.monotonic() - start
             if stall:
                 stalled += 1
                 print(f'boot {boot}: STALLED ({took:.0f} s, rig.py {status});'
                       f' kept {report}', flush=True)
+            elif status != 0:
+                print(f'boot {boot}: failed without a stall ({took:.0f} s, '
+                      f'rig.py {status}); kept {report}', flush=True)
             else:
-                print(f'boot {boot}: ok ({took:.0f} s, rig.py {status})',
-                      flush=True)
+                print(f'boot {boot}: ok ({took:.0f} s)', flush=True)
                 os.unlink(console)
                 os.unlink(report)
     finally:
