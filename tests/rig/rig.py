@@ -142,7 +142,9 @@ def timer_stuck_in_service(lapics):
     processor priority (PPR) to its class, so that every later timer
     interrupt, and any other of that class or below, waits in IRR for
     ever: that vCPU's tick has stopped, and RCU reports it stalled.  The
-    stall seen in the rig so far is this one."""
+    rig's rare stall in CI was this one: QEMU sent EOI writes through
+    stale TLB entries into another device while the memory map changed
+    (fixed in patches/, system/physmem)."""
     found = []
     for cpu, text in sorted(lapics.items()):
         lvtt = re.search(r'^LVTT\s.*\(vec (\d+)\)', text, re.M)
