@@ -180,6 +180,10 @@ class ConsoleWatch:
 
     def __init__(self, path):
         self.path = path
+        # QEMU truncates the log only once it opens it; until then a
+        # previous run's stall or panic would be read as this run's
+        with open(path, 'w', encoding='utf-8'):
+            pass
         self.offset = 0
         self.partial = ''
         self.died = None
