@@ -64,7 +64,7 @@ def main():
                for cpu in sorted(os.sched_getaffinity(0))]
     for thief in thieves:
         thief.start()
-    stalled = 0
+    ran = stalled = 0
     try:
         for boot in range(1, args.boots + 1):
             console = os.path.join(args.out, f'boot-{boot}.console.log')
@@ -84,6 +84,7 @@ def main():
             except OSError:
                 stall = False   # QEMU did not start: the report says why
             took = time.monotonic() - start
+            ran += 1
             if stall:
                 stalled += 1
                 print(f'boot {boot}: STALLED ({took:.0f} s, rig.py {status});'
@@ -98,7 +99,7 @@ def main():
     finally:
         for thief in thieves:
             thief.kill()
-    print(f'{boot} boots, {stalled} stalled')
+    print(f'{ran} boots, {stalled} stalled')
     return 0
 
 
