@@ -62,7 +62,43 @@ def parse_args(argv=None):
                    help='file for the kernel console (ttyS0)')
     p.add_argument('--tap', action='store_true',
                    help='the scenario reports TAP; judge the run by it')
-    return p.parse_args(argv)
+    p.add_argument('--tsc-khz', type=int,
+                   help="this machine's TSC rate, given to the emulated "
+                   'host as tsc_early_khz= (0: let its kernel measure it; '
+                   'by default, what the program in $RIG_TSC_KHZ_PROBE '
+                   'measures)')
+    args = p.parse_args(argv)
+    if args.tsc_khz is None:
+        args.tsc_khz = machine_tsc_khz()
+    return args
+
+
+def machine_tsc_khz():
+    """This machine's TSC rate in kHz, from the tsc-khz program that
+    $RIG_TSC_KHZ_PROBE names (the meson tests set it); 0, with a note,
+    when there is none.  Under TCG the emulated host's TSC ticks at this
+    rate; left to measure it against the PIT, its kernel can be thrown
+    off by a vCPU that loses the host CPU, and then keeps a rate many
+    times too low: its clocks race and its watchdog reports soft
+    lockups that never were."""
+    probe = os.environ.get('RIG_TSC_KHZ_PROBE')
+    if not probe:
+        print('rig: RIG_TSC_KHZ_PROBE is not set (build/ours/tests/rig/'
+              'tsc-khz); the emulated host measures its TSC rate itself, '
+              'which a loaded machine can make it get wrong',
+              file=sys.stderr)
+        return 0
+    try:
+        done = subprocess.run([probe], capture_output=True, text=True,
+                              timeout=10)
+        if done.returncode == 0:
+            return int(done.stdout)
+        why = done.stderr.strip()
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        why = str(e)
+    print(f'rig: {probe} gave no TSC rate ({why}); the emulated host '
+          'measures it itself', file=sys.stderr)
+    return 0
 
 
 def qemu_command(args, report='stdio', qmp=None):
@@ -74,7 +110,9 @@ def qemu_command(args, report='stdio', qmp=None):
     # timer that failed its check) then shows
     append = ' '.join(filter(None, [
         'console=ttyS0', 'panic=-1', 'quiet', 'loglevel=5',
-        f'rig.scenario={args.scenario}', args.append]))
+        f'rig.scenario={args.scenario}',
+        f'tsc_early_khz={args.tsc_khz}' if args.tsc_khz else '',
+        args.append]))
     return [
         args.qemu,
         '-machine', 'q35', '-accel', 'tcg',
