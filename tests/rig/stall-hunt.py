@@ -11,10 +11,13 @@ back here (3 boots in 680 with --burst-ms 30 to 60).  That is how its
 cause was caught: QEMU sent a vCPU's EOI writes through stale TLB entries
 into another device while the memory map changed, fixed in patches/
 (system/physmem); with the fix, 800 boots under the same steal gave no
-stall.  One of those 800 failed another way, kept as a failed boot: a
-burst cut the host kernel's PIT calibration of the TSC short (59 MHz
-against the HPET's 2.1 GHz, and Linux trusts the PIT), so its clock ran
-35 times fast and the soft-lockup watchdog fired.
+stall.  One of those 800 failed another way: a burst cut the host
+kernel's PIT calibration of the TSC short (59 MHz against the HPET's
+2.1 GHz, and Linux trusts the PIT), so its clock ran 35 times fast and
+the soft-lockup watchdog fired.  rig.py now gives the host kernel the
+TSC rate (tsc_early_khz=), measured here once before the steal starts;
+a boot whose kernel still finds its TSC off (a failed calibration, or
+its clocksource watchdog marking the TSC unstable) is kept and counted.
 Run it after a change to TCG, the APIC or the memory map code.
 One SCHED_FIFO process per host CPU (root needed) busy-waits BURST ms at
 most, then sleeps GAP ms at most.  Each boot runs the `hello` scenario
@@ -23,12 +26,14 @@ and its report, stall snapshot included, in OUT.
 
 Usage: stall-hunt.py --qemu Q --kernel K --initrd I --out DIR [--boots N]
        [--burst-ms 30] [--gap-ms 100] [--cpu ...] [--smp ...]
+       [--tsc-khz KHZ]
 """
 
 import argparse
 import multiprocessing
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -36,6 +41,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import rig  # noqa: E402  pylint: disable=wrong-import-position
+
+
+# What the host kernel says on its console when its TSC rate is wrong
+CLOCK_WRONG = re.compile(r"PIT calibration deviates|"
+                         r"Marking clocksource '[^']*tsc[^']*' as unstable")
 
 
 def steal(cpu, burst_ms, gap_ms):
@@ -61,15 +71,23 @@ def main():
     p.add_argument('--cpu', default='Broadwell-v5,model=79,l3-cache=on,'
                    'l3-cat=on')
     p.add_argument('--smp', default='4,sockets=2,cores=2')
+    p.add_argument('--tsc-khz', type=int,
+                   help="this machine's TSC rate for rig.py (default: what "
+                   '$RIG_TSC_KHZ_PROBE measures, before the steal starts)')
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.tsc_khz is None:
+        args.tsc_khz = rig.machine_tsc_khz()
+    print(f'TSC rate given to the host kernel: {args.tsc_khz} kHz'
+          if args.tsc_khz else
+          'no TSC rate: the host kernel measures it itself', flush=True)
 
     thieves = [multiprocessing.Process(target=steal, daemon=True,
                                        args=(cpu, args.burst_ms, args.gap_ms))
                for cpu in sorted(os.sched_getaffinity(0))]
     for thief in thieves:
         thief.start()
-    ran = stalled = 0
+    ran = stalled = clock_wrong = failed = 0
     try:
         for boot in range(1, args.boots + 1):
             console = os.path.join(args.out, f'boot-{boot}.console.log')
@@ -81,20 +99,29 @@ def main():
                      '--qemu', args.qemu, '--kernel', args.kernel,
                      '--initrd', args.initrd, '--scenario', 'hello',
                      '--cpu', args.cpu, '--smp', args.smp, '--mem', '1G',
-                     '--timeout', '150', '--console-log', console],
+                     '--timeout', '150', '--console-log', console,
+                     '--tsc-khz', str(args.tsc_khz)],
                     stdout=out, stderr=subprocess.STDOUT)
             try:
                 with open(console, encoding='utf-8', errors='replace') as f:
-                    stall = any(rig.KERNEL_STALLED.search(line) for line in f)
+                    lines = f.readlines()
             except OSError:
-                stall = False   # QEMU did not start: the report says why
+                lines = []      # QEMU did not start: the report says why
+            stall = any(rig.KERNEL_STALLED.search(line) for line in lines)
+            wrong = [line.strip() for line in lines
+                     if CLOCK_WRONG.search(line)]
             took = time.monotonic() - start
             ran += 1
             if stall:
                 stalled += 1
                 print(f'boot {boot}: STALLED ({took:.0f} s, rig.py {status});'
                       f' kept {report}', flush=True)
+            elif wrong:
+                clock_wrong += 1
+                print(f'boot {boot}: TSC rate wrong ({took:.0f} s, rig.py '
+                      f'{status}: {wrong[0]}); kept {report}', flush=True)
             elif status != 0:
+                failed += 1
                 print(f'boot {boot}: failed without a stall ({took:.0f} s, '
                       f'rig.py {status}); kept {report}', flush=True)
             else:
@@ -104,7 +131,8 @@ def main():
     finally:
         for thief in thieves:
             thief.kill()
-    print(f'{ran} boots, {stalled} stalled')
+    print(f'{ran} boots, {stalled} stalled, {clock_wrong} with a wrong TSC '
+          f'rate, {failed} failed otherwise')
     return 0
 
 
