@@ -18,6 +18,11 @@ the soft-lockup watchdog fired.  rig.py now gives the host kernel the
 TSC rate (tsc_early_khz=), measured here once before the steal starts;
 a boot whose kernel still finds its TSC off (a failed calibration, or
 its clocksource watchdog marking the TSC unstable) is kept and counted.
+The hunt also brought back the "Oops: int3" of static-key patching:
+multi-threaded TCG kept a TB translated from bytes that another vCPU
+was overwriting (fixed in patches/, accel/tcg; tests/rig/scenarios/
+cross-modifying-code.sh tests it).  --trace memory_notdirty_write_stale_tb
+counts the stale TBs the fix removed in each boot.
 Run it after a change to TCG, the APIC or the memory map code.
 One SCHED_FIFO process per host CPU (root needed) busy-waits BURST ms at
 most, then sleeps GAP ms at most.  Each boot runs the `hello` scenario
@@ -26,7 +31,7 @@ and its report, stall snapshot included, in OUT.
 
 Usage: stall-hunt.py --qemu Q --kernel K --initrd I --out DIR [--boots N]
        [--burst-ms 30] [--gap-ms 100] [--cpu ...] [--smp ...]
-       [--tsc-khz KHZ]
+       [--tsc-khz KHZ] [--trace EVENT]
 """
 
 import argparse
@@ -59,6 +64,15 @@ def steal(cpu, burst_ms, gap_ms):
             pass
 
 
+def count_trace(path, event):
+    """The number of @event's lines in QEMU's log at @path."""
+    try:
+        with open(path, encoding='utf-8', errors='replace') as f:
+            return sum(1 for line in f if event in line)
+    except OSError:
+        return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n', 1)[0])
     p.add_argument('--qemu', required=True)
@@ -74,6 +88,9 @@ def main():
     p.add_argument('--tsc-khz', type=int,
                    help="this machine's TSC rate for rig.py (default: what "
                    '$RIG_TSC_KHZ_PROBE measures, before the steal starts)')
+    p.add_argument('--trace', metavar='EVENT',
+                   help="a trace event of QEMU's to count in each boot "
+                   '(its lines are kept in OUT/boot-N.trace)')
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     if args.tsc_khz is None:
@@ -88,10 +105,15 @@ def main():
     for thief in thieves:
         thief.start()
     ran = stalled = clock_wrong = failed = 0
+    traced_boots = traced_events = 0
     try:
         for boot in range(1, args.boots + 1):
             console = os.path.join(args.out, f'boot-{boot}.console.log')
             report = os.path.join(args.out, f'boot-{boot}.report')
+            trace = os.path.join(args.out, f'boot-{boot}.trace')
+            trace_args = ['--qemu-arg=-trace', f'--qemu-arg={args.trace}',
+                          '--qemu-arg=-D', f'--qemu-arg={trace}'] \
+                if args.trace else []
             start = time.monotonic()
             with open(report, 'w', encoding='utf-8') as out:
                 status = subprocess.call(
@@ -100,7 +122,7 @@ def main():
                      '--initrd', args.initrd, '--scenario', 'hello',
                      '--cpu', args.cpu, '--smp', args.smp, '--mem', '1G',
                      '--timeout', '150', '--console-log', console,
-                     '--tsc-khz', str(args.tsc_khz)],
+                     '--tsc-khz', str(args.tsc_khz)] + trace_args,
                     stdout=out, stderr=subprocess.STDOUT)
             try:
                 with open(console, encoding='utf-8', errors='replace') as f:
@@ -112,6 +134,14 @@ def main():
                      if CLOCK_WRONG.search(line)]
             took = time.monotonic() - start
             ran += 1
+            events = count_trace(trace, args.trace) if args.trace else 0
+            if events:
+                traced_boots += 1
+                traced_events += events
+                print(f'boot {boot}: {events} {args.trace} event(s); kept '
+                      f'{trace}', flush=True)
+            elif args.trace and os.path.exists(trace):
+                os.unlink(trace)
             if stall:
                 stalled += 1
                 print(f'boot {boot}: STALLED ({took:.0f} s, rig.py {status});'
@@ -133,6 +163,9 @@ def main():
             thief.kill()
     print(f'{ran} boots, {stalled} stalled, {clock_wrong} with a wrong TSC '
           f'rate, {failed} failed otherwise')
+    if args.trace:
+        print(f'{traced_boots} boots had {traced_events} {args.trace} '
+              'event(s)')
     return 0
 
 
