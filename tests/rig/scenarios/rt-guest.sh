@@ -112,6 +112,14 @@ if [ -n "$model" ]; then
 else
     guest_args=${cache1:+ rt.hotplug=120}
 fi
+# Without icount the guest's TSC ticks at this host's rate, which rig.py
+# gave this host's kernel (tsc_early_khz=; see tests/rig/rig.py): give
+# it on, or the guest measures it against the PIT, which a slow nested
+# vCPU gets badly wrong
+case "$accel" in
+*icount*) ;;
+*) guest_args="$guest_args $(grep -o 'tsc_early_khz=[0-9]*' /proc/cmdline)" ;;
+esac
 # Guest RAM is laid out node by node, and the firmware keeps its tables
 # at the top of RAM below 4 GiB: node 2, a little ordinary RAM after the
 # region, takes them, so that all of node 1 is the guest's to use.
