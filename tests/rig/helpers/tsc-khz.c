@@ -30,8 +30,10 @@
 #include <cpuid.h>
 #include <x86intrin.h>
 
-/* CPUID 0x80000007, EDX bit 8: the TSC ticks at one rate in every
- * P-, C- and T-state */
+/*
+ * CPUID 0x80000007, EDX bit 8: the TSC ticks at one rate in every P-, C-
+ * and T-state
+ */
 #define INVARIANT_TSC (1u << 8)
 
 #define INTERVAL_NS  200000000L

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
+#include <time.h>
 
 typedef uint32_t code_fn(void);
 
@@ -95,7 +95,8 @@ int main(int argc, char **argv)
     time_t end;
     int seconds, err;
 
-    if (argc != 2 || (seconds = atoi(argv[1])) <= 0) {
+    seconds = argc == 2 ? atoi(argv[1]) : 0;
+    if (seconds <= 0) {
         fprintf(stderr, "usage: xmc-stress SECONDS\n");
         return 2;
     }
