@@ -4,8 +4,9 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
  * One thread rewrites the immediate of "mov eax, imm32; ret" in an
- * executable page, again and again, and after each store publishes the
- * value it wrote.  Another thread, on another CPU, reads the published
+ * executable page, again and again, with a plain store or with an atomic
+ * exchange (which QEMU's TCG does in another helper), and after each
+ * one publishes the value it wrote.  Another thread, on another CPU, reads the published
  * value, executes CPUID (the serializing instruction that the SDM's
  * protocol for cross-modifying code asks of the executing processor)
  * and calls the code: it must get that value or a newer one.  An older
@@ -14,7 +15,7 @@
  * QEMU's multi-threaded TCG: a vCPU that translated the old bytes while
  * another vCPU's store was under way kept that translation.
  *
- * Usage: xmc-stress SECONDS      (on two CPUs at least)
+ * Usage: xmc-stress SECONDS [store|xchg]      (on two CPUs at least)
  * Prints "calls N stores N stale N" and, for the first stale call, the
  * value published and the one the code returned; exits 0 when no call
  * was stale, 1 when one was, 2 when it could not run.
@@ -38,6 +39,7 @@ static uint8_t *code;
 static uint32_t published;
 static int stop;
 static unsigned long stores;
+static int use_xchg;
 
 /* The @nth CPU in @allowed, or -1 */
 static int nth_cpu(const cpu_set_t *allowed, int nth)
@@ -75,8 +77,13 @@ static void *writer(void *unused)
         exit(2);
     }
     for (value = 2; !__atomic_load_n(&stop, __ATOMIC_RELAXED); value++) {
-        /* One 4-byte store of the immediate, then the flag */
-        memcpy(code + 1, &value, sizeof(value));
+        /* One 4-byte write of the (aligned) immediate, then the flag */
+        if (use_xchg) {
+            __atomic_exchange_n((uint32_t *)(code + 4), value,
+                                __ATOMIC_SEQ_CST);
+        } else {
+            *(volatile uint32_t *)(code + 4) = value;
+        }
         __atomic_store_n(&published, value, __ATOMIC_RELEASE);
         stores++;
     }
@@ -95,9 +102,11 @@ int main(int argc, char **argv)
     time_t end;
     int seconds, err;
 
-    seconds = argc == 2 ? atoi(argv[1]) : 0;
-    if (seconds <= 0) {
-        fprintf(stderr, "usage: xmc-stress SECONDS\n");
+    seconds = argc >= 2 ? atoi(argv[1]) : 0;
+    use_xchg = argc == 3 && !strcmp(argv[2], "xchg");
+    if (seconds <= 0 || argc > 3 ||
+        (argc == 3 && !use_xchg && strcmp(argv[2], "store"))) {
+        fprintf(stderr, "usage: xmc-stress SECONDS [store|xchg]\n");
         return 2;
     }
     code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
@@ -107,9 +116,10 @@ int main(int argc, char **argv)
                 "page: %s\n", strerror(errno));
         return 2;
     }
-    code[0] = 0xb8;                     /* mov eax, imm32 */
-    memcpy(code + 1, &(uint32_t){ 1 }, 4);
-    code[5] = 0xc3;                     /* ret */
+    /* At 3, so that the immediate is aligned: TCG does atomics there */
+    code[3] = 0xb8;                     /* mov eax, imm32 */
+    memcpy(code + 4, &(uint32_t){ 1 }, 4);
+    code[8] = 0xc3;                     /* ret */
     /*
      * A second function on the page, called once: its translation stays
      * for good, so the page always holds code and every store of the
@@ -118,7 +128,7 @@ int main(int argc, char **argv)
      */
     code[64] = 0xc3;                    /* ret */
     published = 1;
-    fn = (code_fn *)code;
+    fn = (code_fn *)(code + 3);
     ((code_fn *)(code + 64))();
 
     /* The reader and the writer each on a CPU of its own */
@@ -167,7 +177,8 @@ int main(int argc, char **argv)
     __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
     pthread_join(thread, NULL);
 
-    printf("calls %lu stores %lu stale %lu\n", calls, stores, stale);
+    printf("%s: calls %lu stores %lu stale %lu\n", use_xchg ? "xchg" : "store",
+           calls, stores, stale);
     if (stale) {
         printf("first stale call: %u published, the code returned %u\n",
                first_published, first_returned);
