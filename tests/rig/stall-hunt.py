@@ -22,7 +22,10 @@ The hunt also brought back the "Oops: int3" of static-key patching:
 multi-threaded TCG kept a TB translated from bytes that another vCPU
 was overwriting (fixed in patches/, accel/tcg; tests/rig/scenarios/
 cross-modifying-code.sh tests it).  --trace memory_notdirty_write_stale_tb
-counts the stale TBs the fix removed in each boot.
+counts the stale TBs the fix removed in each boot: with both fixes and
+the TSC rate given, 520 boots (--burst-ms 60 --gap-ms 60, Broadwell and
+Denverton alternating) had no stall, no oops and no wrong TSC rate, and
+the fix removed 38 stale TBs in 36 of them, all left by 1-byte stores.
 Run it after a change to TCG, the APIC or the memory map code.
 One SCHED_FIFO process per host CPU (root needed) busy-waits BURST ms at
 most, then sleeps GAP ms at most.  Each boot runs the `hello` scenario
