@@ -7,9 +7,9 @@
  * executable page, again and again, with a plain store or with an atomic
  * exchange (which QEMU's TCG does in another helper), and after each
  * one publishes the value it wrote.  Another thread, on another CPU,
- * reads the published value, executes CPUID (the serializing instruction that the SDM's
- * protocol for cross-modifying code asks of the executing processor)
- * and calls the code: it must get that value or a newer one.  An older
+ * reads the published value, executes CPUID (the serializing
+ * instruction that the SDM's protocol for cross-modifying code asks of
+ * the executing processor) and calls the code: it must get that value or a newer one.  An older
  * one means the CPU ran bytes that had been overwritten before it
  * synchronized, which is what made Linux's text_poke_bp() oops under
  * QEMU's multi-threaded TCG: a vCPU that translated the old bytes while
