@@ -27,7 +27,7 @@
 
 /*
  * include/uapi/linux/pseudo_lock.h of the host patches
- * (kvm-patches/0010-x86-resctrl-Add-PSEUDO_LOCK_RELOCK-...)
+ * (kvm-patches/0011-x86-resctrl-Add-PSEUDO_LOCK_RELOCK-...)
  */
 #ifndef PSEUDO_LOCK_RELOCK
 #define PSEUDO_LOCK_RELOCK      _IO(0xD1, 0x00)

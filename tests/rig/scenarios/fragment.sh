@@ -49,7 +49,7 @@ uptime_cs() {
 }
 
 # Locking a region allocates it with rdtgroup_mutex and the CPU hot-plug
-# lock held (patch 0005), compaction and migration included: the
+# lock held (patch 0006), compaction and migration included: the
 # longest schemata write is how long other resctrl users can wait.
 free_before=$(free_kb)
 diag "$(printf '  %-8s %-14s %-14s %s' size locked 'longest lock' 'failures (last_cmd_status)')"
