@@ -178,6 +178,9 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
                    "region: its memory is allocated and locked already");
         return false;
     }
+    if (!pseudolock_kvm_check(errp)) {
+        return false;
+    }
 
     if (!pl->path && !pseudolock_region_create(pl, errp)) {
         goto fail_created;

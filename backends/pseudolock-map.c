@@ -18,13 +18,16 @@
 
 #include "qemu/osdep.h"
 #include <sys/prctl.h>
+#include <sys/utsname.h>
 #include "qapi/error.h"
 #include "qemu/error-report.h"
 #include "qemu/mmap-alloc.h"
 #include "qemu/rcu.h"
 #include "qemu/units.h"
 #include "qemu/resctrl-group.h"
+#include "qemu/resctrl-parse.h"
 #include "system/hostmem-pseudolock.h"
+#include "system/kvm.h"
 
 static int pseudolock_find_claimant(Object *child, void *opaque)
 {
@@ -86,6 +89,43 @@ void pseudolock_unclaim(HostMemoryBackendPseudolock *pl)
         close(pl->claim_fd);
         pl->claim_fd = -1;
     }
+}
+
+/*
+ * KVM before Linux 6.13 maps a page of a PFN mapping into a guest only if
+ * it can take a reference on it, and a stock kernel's region is one
+ * compound page whose tail pages have no reference count: the guest
+ * would stop with EFAULT from KVM_RUN at its first access to any page of
+ * the region but the first.  Nothing at mmap time shows it, so decide
+ * from the kernel's release, before creating or mapping anything.
+ */
+bool pseudolock_kvm_check(Error **errp)
+{
+    struct utsname host;
+
+    if (!kvm_enabled()) {
+        return true;
+    }
+    if (uname(&host) < 0) {
+        error_setg_errno(errp, errno, "cannot tell the host kernel's "
+                         "release");
+        return false;
+    }
+    if (resctrl_release_kvm_maps_regions(host.release)) {
+        return true;
+    }
+    error_setg(errp, "KVM cannot map a pseudo-locked region of host kernel "
+               "%s into a guest: before 6.13, Linux makes a region one "
+               "compound page, and KVM refuses its tail pages; boot Linux "
+               "6.13 or later, or a kernel with qemu-pseudolock's host "
+               "patches (release -pseudolock<N>), or run the guest under "
+               "TCG", host.release);
+    error_append_hint(errp, "Under KVM the guest would stop at its first "
+                      "access to any page of the region but the first "
+                      "(KVM_RUN: Bad address).  The host patches are "
+                      "kvm-patches/ in qemu-pseudolock's source; -accel "
+                      "tcg runs the guest without KVM.\n");
+    return false;
 }
 
 static char *pseudolock_cpu_list(GArray *cpus)

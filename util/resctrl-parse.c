@@ -551,3 +551,38 @@ bool resctrl_parse_owned_group_name(const char *name, ResctrlOwner *owner)
     *owner = o;
     return true;
 }
+
+/* The decimal number at *@s, which must start with a digit; moves @s on */
+static bool resctrl_parse_release_number(const char **s, unsigned *value)
+{
+    const char *end;
+
+    if (!g_ascii_isdigit(**s) || qemu_strtoui(*s, &end, 10, value) < 0) {
+        return false;
+    }
+    *s = end;
+    return true;
+}
+
+bool resctrl_release_kvm_maps_regions(const char *release)
+{
+    static const char mark[] = "-pseudolock";
+    const char *p = release;
+    unsigned major, minor, revision;
+
+    if (!resctrl_parse_release_number(&p, &major) || *p++ != '.' ||
+        !resctrl_parse_release_number(&p, &minor)) {
+        return false;
+    }
+    /* From 6.13, KVM takes no references on the pages of PFN mappings */
+    if (major > 6 || (major == 6 && minor >= 13)) {
+        return true;
+    }
+    for (p = strstr(p, mark); p; p = strstr(p, mark)) {
+        p += strlen(mark);
+        if (resctrl_parse_release_number(&p, &revision) && revision >= 1) {
+            return true;
+        }
+    }
+    return false;
+}

@@ -279,4 +279,21 @@ char *resctrl_owned_group_name(const ResctrlOwner *owner, const char *id);
  */
 bool resctrl_parse_owned_group_name(const char *name, ResctrlOwner *owner);
 
+/**
+ * resctrl_release_kvm_maps_regions: whether KVM can map a kernel's regions
+ * @release: the host kernel's release, as uname(2) gives it
+ *
+ * KVM before Linux 6.13 takes a reference on the page of every PFN it
+ * maps into a guest from a PFN mapping, and fails the guest's access
+ * (KVM_RUN returns EFAULT) on a page that has no reference count of its
+ * own.  Linux allocates a pseudo-locked region as one compound page,
+ * whose tail pages have none, unless it carries qemu-pseudolock's host
+ * patches, whose release says so with "-pseudolock<N>" (their
+ * localversion file, as PREEMPT_RT's "-rt<N>").
+ *
+ * Returns: true if @release is 6.13 or later or carries the mark; false
+ * otherwise, also if @release does not start with a version.
+ */
+bool resctrl_release_kvm_maps_regions(const char *release);
+
 #endif /* QEMU_RESCTRL_PARSE_H */

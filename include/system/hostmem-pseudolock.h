@@ -152,6 +152,16 @@ bool pseudolock_claim(HostMemoryBackendPseudolock *pl, int fd, Error **errp);
 void pseudolock_unclaim(HostMemoryBackendPseudolock *pl);
 
 /**
+ * pseudolock_kvm_check: refuse a region that KVM cannot map into a guest
+ * @errp: set, naming the cause and the way out, when KVM is the
+ *     accelerator and the host kernel's regions are pages that KVM
+ *     cannot map (see resctrl_release_kvm_maps_regions())
+ *
+ * Returns: false if it set @errp.
+ */
+bool pseudolock_kvm_check(Error **errp);
+
+/**
  * pseudolock_map: map the region as @pl's memory region
  * @pl: the backend, with its size set
  * @fd: the open device; on success @pl keeps it until pseudolock_unmap()

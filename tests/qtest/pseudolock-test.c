@@ -11,7 +11,10 @@
  */
 
 #include "qemu/osdep.h"
+#include <sys/personality.h>
+#include <sys/utsname.h>
 #include "libqtest.h"
+#include "qemu/resctrl-parse.h"
 #include "qobject/qdict.h"
 #include "qobject/qlist.h"
 #include "qobject/qjson.h"
@@ -183,11 +186,59 @@ static void test_no_such_backend(void)
     qtest_quit(qts);
 }
 
+/*
+ * Under KVM, a region of a host kernel whose regions KVM cannot map is
+ * refused before anything is opened, naming the cause; on a kernel
+ * whose regions it can map, the backend goes on (to fail here at the
+ * path that does not exist).  The kernel's release is what QEMU decides
+ * on: this host's own, then, with the UNAME26 personality (which QEMU
+ * inherits), "2.6.<n>", which is older than 6.13 and has no mark of the
+ * host patches.
+ */
+static void test_kvm_release(void)
+{
+    static const char *const args =
+        "{ 'qom-type': 'memory-backend-pseudolock', 'id': 'pl0',"
+        "  'path': '/nonexistent/pseudo_lock' }";
+    static const char *const refusal =
+        "KVM cannot map a pseudo-locked region of host kernel ";
+    int saved = personality(0xffffffff);
+    struct utsname host;
+    QTestState *qts;
+
+    if (!qtest_has_accel("kvm")) {
+        g_test_skip("KVM is not available here");
+        return;
+    }
+    g_assert_cmpint(uname(&host), ==, 0);
+    qts = qtest_init("-machine none -accel kvm");
+    assert_refused(qts, args,
+                   resctrl_release_kvm_maps_regions(host.release)
+                   ? "No such file or directory" : refusal);
+    qtest_quit(qts);
+
+    g_assert_cmpint(personality(saved | UNAME26), !=, -1);
+    qts = qtest_init("-machine none -accel kvm");
+    g_assert_cmpint(personality(saved), !=, -1);
+    assert_refused(qts, args, refusal);
+    assert_refused(qts, args, "boot Linux 6.13 or later, or a kernel with "
+                   "qemu-pseudolock's host patches");
+    qtest_quit(qts);
+
+    /* Under TCG nothing is refused for the kernel's sake */
+    g_assert_cmpint(personality(saved | UNAME26), !=, -1);
+    qts = qtest_init("-machine none -accel tcg");
+    g_assert_cmpint(personality(saved), !=, -1);
+    assert_refused(qts, args, "No such file or directory");
+    qtest_quit(qts);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/pseudolock/bad-config", test_bad_config);
     qtest_add_func("/pseudolock/query-empty", test_query_empty);
     qtest_add_func("/pseudolock/no-such-backend", test_no_such_backend);
+    qtest_add_func("/pseudolock/kvm-release", test_kvm_release);
     return g_test_run();
 }

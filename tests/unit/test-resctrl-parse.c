@@ -410,6 +410,40 @@ static void test_schemata_level_cbm(void)
     assert_error(&err, "invalid bitmask 'zz'", NULL);
 }
 
+/* Which kernels' regions KVM can map, from the release alone */
+static void test_release_kvm_maps_regions(void)
+{
+    /* Debian's stock kernels: compound pages, KVM before 6.13 */
+    g_assert_false(resctrl_release_kvm_maps_regions("6.12.118+deb12-amd64"));
+    g_assert_false(resctrl_release_kvm_maps_regions("6.1.0-41-amd64"));
+    g_assert_false(resctrl_release_kvm_maps_regions("5.10.0-35-rt-amd64"));
+    g_assert_false(resctrl_release_kvm_maps_regions("6.12.107"));
+    /* the host patches' mark, also after other local versions */
+    g_assert_true(resctrl_release_kvm_maps_regions("6.12.107-pseudolock1"));
+    g_assert_true(resctrl_release_kvm_maps_regions(
+                      "6.12.107-pseudolock1-rt23"));
+    g_assert_true(resctrl_release_kvm_maps_regions(
+                      "6.12.107-rt23-pseudolock2+"));
+    /* not the mark: no revision, revision 0, another word */
+    g_assert_false(resctrl_release_kvm_maps_regions("6.12.107-pseudolock"));
+    g_assert_false(resctrl_release_kvm_maps_regions("6.12.107-pseudolock0"));
+    g_assert_false(resctrl_release_kvm_maps_regions("6.12.107-pseudolocked"));
+    g_assert_false(resctrl_release_kvm_maps_regions("6.12.1-xpseudolock1"));
+    /* 6.13 and later map PFN mappings without page references */
+    g_assert_true(resctrl_release_kvm_maps_regions("6.13.0"));
+    g_assert_true(resctrl_release_kvm_maps_regions("6.18.44-fc-v1272"));
+    g_assert_true(resctrl_release_kvm_maps_regions("7.0.0-rc1"));
+    /* what is not a release */
+    g_assert_false(resctrl_release_kvm_maps_regions(""));
+    g_assert_false(resctrl_release_kvm_maps_regions("6"));
+    g_assert_false(resctrl_release_kvm_maps_regions("6."));
+    g_assert_false(resctrl_release_kvm_maps_regions("v6.13"));
+    g_assert_false(resctrl_release_kvm_maps_regions(" 6.13"));
+    g_assert_false(resctrl_release_kvm_maps_regions("6.-13"));
+    g_assert_false(resctrl_release_kvm_maps_regions(
+                      "99999999999999999999.1"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -425,6 +459,8 @@ int main(int argc, char **argv)
     g_test_add_func("/resctrl/owner/group-name", test_owned_group_name);
     g_test_add_func("/resctrl/owner/lock-holder", test_lock_holder);
     g_test_add_func("/resctrl/parse/mountinfo", test_parse_mountinfo);
+    g_test_add_func("/resctrl/parse/release-kvm-maps-regions",
+                    test_release_kvm_maps_regions);
     g_test_add_func("/resctrl/parse/mode", test_parse_mode);
     g_test_add_func("/resctrl/parse/devices-major", test_parse_devices_major);
     g_test_add_func("/resctrl/parse/schemata-level-cbm",
