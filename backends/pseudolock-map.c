@@ -246,10 +246,13 @@ bool pseudolock_map(HostMemoryBackendPseudolock *pl, int fd,
      * The RAM block gets the memory, not the descriptor: whatever takes a
      * RAM block's descriptor to map it elsewhere (vhost-user back ends,
      * the multi-process remote, cpr-transfer's new QEMU) would zero the
-     * region, or fail on other CPUs.  Without one they leave it alone.
+     * region, or fail on other CPUs.  Without one they leave it alone;
+     * marked unshareable, a vhost-user back end refuses the machine
+     * rather than leave out memory that the guest puts buffers in.
      */
     memory_region_init_ram_ptr(&backend->mr, OBJECT(backend), name,
                                backend->size, host);
+    memory_region_set_unshareable(&backend->mr);
     /*
      * What a memory device aligns the region to in the guest (a DIMM or
      * an NVDIMM), as a descriptor's RAM block would have it: its page

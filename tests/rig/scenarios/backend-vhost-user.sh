@@ -34,6 +34,17 @@ start_qemu -m 64M $vub
 check_eq "QEMU starts with the vhost-user disk and memfd RAM" 0 $?
 stop_qemu
 
+# Memory without a descriptor that is not the region's stays upstream's
+# business: QEMU leaves it out of what the back end maps, and starts.
+# Here an ivshmem device's memory in plain RAM, which the guest never
+# gives to the disk.
+start_qemu -m 64M -object memory-backend-ram,id=shm0,size=1M \
+    -device ivshmem-plain,memdev=shm0 $vub
+check_eq "QEMU starts with the vhost-user disk and an ivshmem memdev in memory-backend-ram" \
+    0 $?
+diag "$(cat /tmp/qemu.err)"
+stop_qemu
+
 # The region as node 1 of that machine
 refuses "with the region as node 1, QEMU refuses the vhost-user disk" \
     /tmp/refused.err $QEMU $machine -m 65M \
