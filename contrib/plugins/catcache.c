@@ -28,7 +28,7 @@
  *
  * The model feeds the vCPUs' performance counters, so that the emulated
  * host's own tools (perf, the kernel's pseudo_lock_measure) count its
- * hits and misses: with -cpu ...,pmu=on each vCPU has the writable
+ * hits and misses: with -cpu ...,pmu=on,x-tcg-pmu=on each vCPU has the writable
  * registers "org.qemu.i386.cache-events" (target/i386/pmu.c), into which
  * the plugin writes the vCPU's running totals of loads and stores that
  * hit or missed each level, by user or kernel code, just before the vCPU

@@ -2,11 +2,12 @@
  * Architectural performance monitoring for TCG vCPUs, fed by a cache model
  *
  * TCG runs no caches, so it has nothing of its own to count.  With
- * pmu=on, a TCG vCPU reports version 2 of architectural performance
- * monitoring in CPUID leaf 0xA and keeps the counter MSRs, and its
- * general-purpose counters count the cache events that a model of the
- * caches in a TCG plugin (contrib/plugins/catcache.c) supplies: per
- * vCPU, the loads and stores that hit or missed the L2 and the L3.
+ * x-tcg-pmu=on (and pmu=on, which it needs), a TCG vCPU reports version
+ * 2 of architectural performance monitoring in CPUID leaf 0xA and keeps
+ * the counter MSRs, and its general-purpose counters count the cache
+ * events that a model of the caches in a TCG plugin
+ * (contrib/plugins/catcache.c) supplies: per vCPU, the loads and stores
+ * that hit or missed the L2 and the L3.
  *
  * The plugin writes its running totals into the vCPU's writable gdb
  * feature "org.qemu.i386.cache-events" just before each RDPMC, RDMSR and
@@ -95,7 +96,11 @@
 
 bool x86_pmu_emulated(X86CPU *cpu)
 {
-    return cpu->enable_pmu && tcg_enabled();
+    /*
+     * Not pmu=on alone: upstream's "max" model sets it, and TCG gives a
+     * guest no PMU for it; that stays so unless asked for.
+     */
+    return cpu->tcg_pmu && cpu->enable_pmu && tcg_enabled();
 }
 
 void x86_pmu_cpuid(X86CPU *cpu, uint32_t *eax, uint32_t *ebx,

@@ -12,7 +12,7 @@
 #define MSR_OFFCORE_RSP_0               0x1a6
 #define MSR_OFFCORE_RSP_1               0x1a7
 
-/* The counters a TCG vCPU with pmu=on has */
+/* The counters a TCG vCPU with x-tcg-pmu=on has */
 #define X86_PMU_GP_COUNTERS             4
 #define X86_PMU_FIXED_COUNTERS          3
 #define X86_PMU_COUNTER_BITS            48
@@ -25,7 +25,7 @@
 #define X86_PMU_CACHE_EVENT(level, store, miss, os) \
     (((((level) - 2) * 2 + (store)) * 2 + (miss)) * 2 + (os))
 
-/* Whether @cpu's performance counters are emulated here (TCG, pmu=on) */
+/* Whether @cpu's counters are emulated here (TCG, x-tcg-pmu=on) */
 bool x86_pmu_emulated(X86CPU *cpu);
 void x86_pmu_cpuid(X86CPU *cpu, uint32_t *eax, uint32_t *ebx,
                    uint32_t *ecx, uint32_t *edx);

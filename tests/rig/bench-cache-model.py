@@ -6,8 +6,8 @@ Boots the emulated host to the end of its boot scenario ROUNDS times in
 each of three ways, in turn: without the catcache plugin, with it loaded
 but not armed (how every scenario boots), and armed from the start; with
 --fed-cpu-options, a fourth: armed, with those CPU options added (such as
-pmu=on, whose counters the model feeds); and prints the median wall time
-of each and its ratio to the first.
+pmu=on,x-tcg-pmu=on, whose counters the model feeds); and prints the
+median wall time of each and its ratio to the first.
 
 Usage: bench-cache-model.py --plugin LIBCATCACHE.so --rounds N
            [--fed-cpu-options ,OPTIONS] RIG-ARGS...

@@ -7,8 +7,9 @@ saved to a file; the stream must carry the "cpu/rdt-cat/cmt" subsection
 (a machine without monitoring must not).  A destination with the same
 CPU loads it; one without l3-cmt, or with another number of RMIDs,
 refuses it and says which property to change.  The performance counters
-(pmu=on) travel in upstream's "cpu/msr_architectural_pmu" subsection,
-which a machine whose counters are all zero leaves out; that is checked
+(pmu=on,x-tcg-pmu=on) travel in upstream's "cpu/msr_architectural_pmu"
+subsection, which a machine whose counters are all zero leaves out;
+that is checked
 by the rig's runs, whose guests program them.
 """
 

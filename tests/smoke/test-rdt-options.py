@@ -63,8 +63,10 @@ CASES = [
     ('an explicit CPUID level below 0xf',
      BROADWELL_X + ',l3-cmt=on,level=14',
      'l3-cmt needs CPUID level 0xf or higher, but level=0xe'),
-    ('performance counters (pmu=on) under TCG start', GOLDMONT + ',pmu=on',
-     None),
+    ('performance counters (pmu=on,x-tcg-pmu=on) under TCG start',
+     GOLDMONT + ',pmu=on,x-tcg-pmu=on', None),
+    ('the TCG performance counters without pmu=on',
+     GOLDMONT + ',x-tcg-pmu=on', 'x-tcg-pmu=on needs pmu=on'),
 ]
 
 # The same with another accelerator than TCG: no cache model can run
@@ -106,6 +108,18 @@ def kvm_case(tap):
            res.stderr)
 
 
+def kvm_tcg_pmu_case(tap):
+    """The TCG counters are TCG's: under KVM, x-tcg-pmu=on is refused."""
+    desc = 'with KVM, x-tcg-pmu=on is refused'
+    if not os.access('/dev/kvm', os.R_OK | os.W_OK):
+        tap.skip(desc, 'no usable /dev/kvm on this machine')
+        return
+    res = run('max,pmu=on,x-tcg-pmu=on', 'kvm')
+    want = 'x-tcg-pmu=on only applies to TCG'
+    tap.ok(res.returncode == 1 and want in res.stderr, desc,
+           f'exit status {res.returncode}, {res.stderr}')
+
+
 def main():
     tap = Tap()
     cases = [(desc, cpu, want, 'tcg') for desc, cpu, want in CASES] + \
@@ -123,6 +137,7 @@ def main():
         if ok and want is not None:
             tap.diag(res.stderr.strip().splitlines()[-1])
     kvm_case(tap)
+    kvm_tcg_pmu_case(tap)
     return tap.done()
 
 

@@ -3,7 +3,8 @@
 # Guest half of test-rdt-migration.py: set cache-allocation state, say
 # "ready", wait for the host to migrate the machine and send "go", then
 # report what the state reads back as.  L2 cache allocation, CPUs 0 and 1
-# sharing one L2 (one module), and performance counters (pmu=on).
+# sharing one L2 (one module), and performance counters
+# (pmu=on,x-tcg-pmu=on).
 
 probe=/rig/bin/rdt-probe
 [ -e /dev/cpu/0/msr ] || insmod "/rig/modules/$(uname -r)/msr.ko"
@@ -11,8 +12,8 @@ probe=/rig/bin/rdt-probe
 $probe wrmsr 0 0xd11 0xf0 >/dev/null          # L2 mask of CLOSID 1
 $probe wrmsr 1 0xc8f $((3 << 32)) >/dev/null  # CPU 1 runs as CLOSID 3
 $probe wrmsr 0 0x1a4 0x5 >/dev/null           # prefetchers off on CPU 0
-# The performance counters (pmu=on): counter 2 of CPU 1, which perf does
-# not use here, and the offcore response MSR of CPU 0
+# The performance counters (x-tcg-pmu=on): counter 2 of CPU 1, which perf
+# does not use here, and the offcore response MSR of CPU 0
 $probe wrmsr 1 0x188 0x4310d1 >/dev/null      # L2 load misses, enabled
 $probe wrmsr 1 0xc3 0x12345 >/dev/null        # IA32_PMC2
 $probe wrmsr 0 0x1a6 0x10001 >/dev/null       # MSR_OFFCORE_RSP_0
