@@ -271,6 +271,8 @@ fail_created:
  * region stays referenced until an RCU grace period has passed, so
  * object-del would return with the region still held.
  */
+static void (*pseudolock_parent_unparent)(Object *obj);
+
 static void pseudolock_backend_unparent(Object *obj)
 {
     HostMemoryBackendPseudolock *pl = MEMORY_BACKEND_PSEUDOLOCK(obj);
@@ -279,6 +281,9 @@ static void pseudolock_backend_unparent(Object *obj)
     pseudolock_relock_on_start_del(pl);
     pseudolock_unmap(pl);
     pseudolock_region_remove(pl);
+    if (pseudolock_parent_unparent) {
+        pseudolock_parent_unparent(obj);
+    }
 }
 
 static void pseudolock_backend_instance_finalize(Object *obj)
@@ -320,6 +325,8 @@ static void pseudolock_backend_class_init(ObjectClass *oc, void *data)
     HostMemoryBackendClass *bc = MEMORY_BACKEND_CLASS(oc);
 
     bc->alloc = pseudolock_backend_memory_alloc;
+    /* What the memory backend, or a later parent, does on unparent too */
+    pseudolock_parent_unparent = oc->unparent;
     oc->unparent = pseudolock_backend_unparent;
 
     object_class_property_add_str(oc, "path", pseudolock_get_path,

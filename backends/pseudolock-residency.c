@@ -252,14 +252,20 @@ void hmp_info_pseudolock_residency(Monitor *mon, const QDict *qdict)
 {
     const char *id = qdict_get_str(qdict, "id");
     bool has_threshold = qdict_haskey(qdict, "threshold");
+    int64_t threshold = qdict_get_try_int(qdict, "threshold", 0);
     Error *err = NULL;
-    g_autoptr(PseudolockResidency) r =
-        qmp_query_pseudolock_residency(id, has_threshold,
-                                       qdict_get_try_int(qdict, "threshold",
-                                                         0), &err);
+    g_autoptr(PseudolockResidency) r = NULL;
     PseudolockLatencyBucketList *b;
     uint64_t most = 1;
 
+    /* HMP parses a signed number, which QMP's uint64 would wrap */
+    if (threshold < 0) {
+        error_setg(&err, "the threshold is a number of cycles, 0 or more, "
+                   "not %" PRId64, threshold);
+    } else {
+        r = qmp_query_pseudolock_residency(id, has_threshold, threshold,
+                                           &err);
+    }
     if (hmp_handle_error(mon, err)) {
         return;
     }

@@ -167,6 +167,7 @@ static void test_no_such_backend(void)
         "pseudolock-relock", "query-pseudolock-residency",
     };
     static const char *const ids[] = { "nope", "ram0" };
+    g_autofree char *hmp = NULL;
 
     for (int i = 0; i < ARRAY_SIZE(commands); i++) {
         for (int j = 0; j < ARRAY_SIZE(ids); j++) {
@@ -183,6 +184,10 @@ static void test_no_such_backend(void)
             qobject_unref(resp);
         }
     }
+    /* HMP's threshold is signed: a negative one is refused, not wrapped */
+    hmp = qtest_hmp(qts, "info pseudolock-residency nope -5");
+    g_assert_cmpstr(hmp, ==, "Error: the threshold is a number of cycles, "
+                    "0 or more, not -5\r\n");
     qtest_quit(qts);
 }
 
