@@ -8,6 +8,7 @@
  *
  * Usage: pl-map [-c CPU-LIST] [-s SIZE] [-p] [-t] [-d]
  *               [-w BYTE | -v BYTE | -z] DEVICE
+ *        pl-map -r ro|rw DEVICE
  *   -c CPU-LIST  CPUs to run on, as in cpus_list files ("0", "0-3,6")
  *   -s SIZE      bytes to map (default: 4096)
  *   -w BYTE      fill the mapping with BYTE (0-255) at every position
@@ -28,6 +29,11 @@
  *                again and print "rewritten after clear_refs": write
  *                faults must still make the entries writable
  *
+ *   -r ro|rw     instead of mapping, ask the kernel to load the region
+ *                into its cache again (the host patches' PSEUDO_LOCK_RELOCK
+ *                ioctl) through a descriptor opened read-only or
+ *                read-write; prints "relock: OK" or "relock: ERRNO-NAME"
+ *
  * Exit status: 0 on success, 1 when mmap fails, 2 on a verification
  * mismatch, 3 on a usage or setup error.
  *
@@ -42,14 +48,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "proc-kb.h"
 
+/* include/uapi/linux/pseudo_lock.h of the host patches */
+#define PSEUDO_LOCK_RELOCK  _IO(0xD1, 0x00)
+
 static const char *errno_name(int err)
 {
     switch (err) {
+    case EBADF:
+        return "EBADF";
+    case ENOTTY:
+        return "ENOTTY";
     case EINVAL:
         return "EINVAL";
     case ENOSPC:
@@ -109,6 +123,7 @@ int main(int argc, char **argv)
     size_t size = 4096;
     int write_seed = -1, verify_seed = -1, zero = 0, pause = 0, touch = 0;
     int soft_dirty = 0;
+    const char *relock = NULL;
     long pte_before = 0;
     sigset_t usr1;
     cpu_set_t set;
@@ -116,7 +131,7 @@ int main(int argc, char **argv)
     size_t i;
     int opt, fd;
 
-    while ((opt = getopt(argc, argv, "c:s:w:v:zptd")) != -1) {
+    while ((opt = getopt(argc, argv, "c:s:w:v:zptdr:")) != -1) {
         switch (opt) {
         case 'c':
             cpus = optarg;
@@ -142,6 +157,9 @@ int main(int argc, char **argv)
         case 'd':
             soft_dirty = 1;
             break;
+        case 'r':
+            relock = optarg;
+            break;
         default:
             return 3;
         }
@@ -150,6 +168,26 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: pl-map [-c CPU-LIST] [-s SIZE] "
                 "[-p] [-t] [-d] [-w BYTE | -v BYTE | -z] DEVICE\n");
         return 3;
+    }
+    if (relock) {
+        int rw = !strcmp(relock, "rw");
+
+        if (!rw && strcmp(relock, "ro")) {
+            fprintf(stderr, "pl-map: -r takes ro or rw, not '%s'\n", relock);
+            return 3;
+        }
+        fd = open(argv[optind], rw ? O_RDWR : O_RDONLY);
+        if (fd < 0) {
+            fprintf(stderr, "pl-map: cannot open %s: %s\n", argv[optind],
+                    strerror(errno));
+            return 3;
+        }
+        if (ioctl(fd, PSEUDO_LOCK_RELOCK) < 0) {
+            printf("relock: %s\n", errno_name(errno));
+            return 1;
+        }
+        printf("relock: OK\n");
+        return 0;
     }
     /* Blocked from the start, so that an early SIGUSR1 is not lost */
     sigemptyset(&usr1);

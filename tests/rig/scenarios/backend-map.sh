@@ -72,6 +72,12 @@ if [ "$(cmdline_arg relock)" = works ]; then
     while [ $n -gt 0 ]; do n=$((n - 1)); rmdir $R/full$n; done
     check_eq "  and succeeds once one is free again" '{"return": {}}' \
         "$(qmp "$relock")"
+    # The load runs with interrupts off on a CPU of the cache: only a
+    # descriptor that may write the region may ask for it
+    check_eq "a read-only descriptor of the device may not relock it" \
+        "relock: EBADF" "$(/rig/bin/pl-map -r ro /dev/pseudo_lock/p0)"
+    check_eq "  a read-write one may" \
+        "relock: OK" "$(/rig/bin/pl-map -r rw /dev/pseudo_lock/p0)"
 else
     check "pseudolock-relock says that the kernel cannot relock" \
         contains "$reply" "the host kernel cannot load pseudo-locked region 'p0' of 'pl0' into its cache again"
