@@ -11,16 +11,6 @@
 #   rig.expect_pmd=0|1  whether the regions must be mapped with 2 MiB
 #                       entries, which need no PTE pages (1: patched),
 #                       or with 4 KiB ones (0: stock)
-# And, first, how the kernel allocates a region's pages, which decides
-# whether KVM of Linux before 6.13 can map them into a guest:
-#   rig.page_ways=LIST  the region sizes to look at, in ways
-#   rig.expect_refcounted=0|1
-#                       1 (patched): every page is a page of its own,
-#                       neither part of a compound page (/proc/kpageflags)
-#                       nor of a larger allocation (page_owner, booted
-#                       with page_owner=on), so it has a reference count;
-#                       0 (stock): the region is one compound page, whose
-#                       tail pages have no reference count of their own
 
 R=/sys/fs/resctrl
 QEMU=/usr/bin/qemu-system-x86_64
@@ -41,33 +31,6 @@ vm_pte_kb() {
 }
 
 mount -t resctrl resctrl $R
-for ways in $(cmdline_arg page_ways | tr , ' '); do
-    size=$((ways * way_size))
-    pages=$((size / 4096))
-    mib=$((size >> 20))
-    echo "L3:0=$(hex_mask $((cache_ways - ways)) 0)" >$R/schemata
-    # The page frames that locking the region takes, from /proc/kpageflags
-    # before and after: a mapping of the device is a PFN mapping, which
-    # /proc/PID/pagemap does not show
-    cat /proc/kpageflags >/tmp/kpageflags.before
-    pseudo_lock pages "L3:0=$(hex_mask "$ways" $((cache_ways - ways)))"
-    out=$(/rig/bin/region-pages /tmp/kpageflags.before $pages 2>&1)
-    rm -f /tmp/kpageflags.before
-    diag "$mib MiB region: $out"
-    compound=$(echo "$out" | sed -n 's/.* compound \([0-9]*\).*/\1/p')
-    split=$(echo "$out" | sed -n 's/.* split \([0-9a-z]*\)$/\1/p')
-    check "its $pages pages are found, contiguous" \
-        sh -c "echo '$out' | grep -q '^pages $pages pfn '"
-    case $(cmdline_arg expect_refcounted) in
-    1) check_eq "no page of the $mib MiB region is part of a compound page" \
-           0 "${compound:-?}"
-       check_eq "each of its $pages pages is an allocation of its own (page_owner)" \
-           "$pages" "${split:-?}" ;;
-    0) check_eq "the $mib MiB region is one compound page (stock: tail pages without a reference count)" \
-           "$pages" "${compound:-?}" ;;
-    esac
-    rmdir $R/pages
-done
 for ways in $ways_list; do
     size=$((ways * way_size))
     mib=$((size >> 20))
