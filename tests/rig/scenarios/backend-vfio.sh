@@ -98,8 +98,7 @@ check "and the region is still node 1" \
     sh -c "echo '$reply' | grep -q '\"mapped-size\": $size'"
 check "and still mapped in QEMU" \
     grep -q " /dev/pseudo_lock/p0\$" /proc/$qemu_pid/maps
-qmp '{"execute": "quit"}' >/dev/null
-wait $qemu_pid
+stop_qemu
 check_eq "QEMU quits cleanly afterwards" 0 $?
 # The device is free again: nothing holds its group
 start_qemu -m 64M $vfio

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # The kernel's own residency measurement, counted by the cache model: the
-# emulated host runs with -cpu ...,pmu=on,x-tcg-pmu=on and the catcache plugin, whose
-# model feeds the vCPUs' performance counters (target/i386/pmu.c).  Linux
+# emulated host runs with -cpu ...,pmu=on,x-tcg-pmu=on and the catcache
+# plugin, whose model feeds the vCPUs' performance counters
+# (target/i386/pmu.c).  Linux
 # finds an Intel PMU, and pseudo_lock_measure's modes 2 (L2, Goldmont:
 # MEM_LOAD_UOPS_RETIRED.L2_HIT/L2_MISS) and 3 (L3, Broadwell-X:
 # LONGEST_LAT_CACHE.REFERENCE/MISS) read the region between two RDPMCs
