@@ -5,6 +5,8 @@
 # make demo     build, then run a real-time guest in a pseudo-locked region
 #               (DEMO_ARGS=--emulated or --native: which host; --libvirt:
 #               the same guest from domain XML through libvirt; scripts/demo)
+# make deb      build, then package it for Debian 12 into build/deb/
+#               (scripts/make-deb; install with apt install ./build/deb/*.deb)
 # make bench    build, then run the benchmarks and print their figures
 # make fuzz     build, then fuzz each resctrl parser for 2 minutes
 # make clean    remove the build directory (downloads stay cached)
@@ -20,7 +22,7 @@ DEMO_ARGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all qemu ours libvirt deps check demo bench fuzz clean help
+.PHONY: all qemu ours libvirt deps check deb demo bench fuzz clean help
 
 # What `make` builds of QEMU: the system emulator, the storage daemon
 # that the rig runs as a vhost-user back end, and the cache-model plugin.
@@ -62,8 +64,12 @@ $(B)/.configured: configure upstream.pins patches/series $(wildcard patches/*.pa
 	 else ./configure --build-dir=$(B); fi
 	@touch $@
 
-check: all
+# The Debian packages too: tests/deb installs them
+check: deb
 	@scripts/run-checks $(B) $(MESON_TEST_ARGS)
+
+deb: all
+	@scripts/make-deb $(B)
 
 # The demo builds through the targets above itself, one step at a time
 demo: deps
@@ -81,4 +87,4 @@ clean:
 	rm -rf $(B)
 
 help:
-	@sed -n '3,10p' Makefile | sed 's/^# //'
+	@sed -n '3,12p' Makefile | sed 's/^# //'
