@@ -59,11 +59,15 @@ def main():
         return t.done()
     debs = sorted(glob.glob(os.path.join(deb_dir, '*.deb')))
     names = {field(d, 'Package'): (d, field(d, 'Version')) for d in debs}
+    kernels = [n for n in names if n.startswith('linux-image-')]
     wanted = ['qemu-pseudolock-host', 'qemu-pseudolock-system-x86']
-    if not t.ok(all(n in names for n in wanted),
-                f'make deb wrote {", ".join(wanted)}',
+    if not t.ok(all(n in names for n in wanted) and len(kernels) == 1,
+                f'make deb wrote {", ".join(wanted)} and one linux-image',
                 f'found: {debs}'):
         return t.done()
+    kernel = kernels[0]
+    release = kernel[len('linux-image-'):]
+    wanted.append(kernel)
 
     shutil.rmtree(work, ignore_errors=True)
     root = os.path.join(work, 'root')
@@ -97,9 +101,9 @@ def main():
          out[-3000:])
     rc, out = in_root(root, "dpkg-query -W -f '${Package} ${Version} "
                       "${db:Status-Status}\\n' " + ' '.join(wanted))
-    want = '\n'.join(f'{n} {names[n][1]} installed' for n in wanted)
+    want = '\n'.join(f'{n} {names[n][1]} installed' for n in sorted(wanted))
     t.ok(rc == 0 and out.strip() == want,
-         'dpkg shows both packages installed, at upstream+fork versions',
+         'dpkg shows the packages installed, at upstream+fork versions',
          f'got:\n{out}\nwant:\n{want}')
     t.diag(out.strip())
 
@@ -133,18 +137,26 @@ def main():
          'the host unit is installed and enabled, its configuration in /etc',
          out)
 
+    rc, out = in_root(root, f'test -f /boot/vmlinuz-{release} && '
+                      f'grep -x -e CONFIG_SECURITY_APPARMOR=y -e CONFIG_KVM=y '
+                      f'-e CONFIG_X86_CPU_RESCTRL=y /boot/config-{release}')
+    t.ok(rc == 0 and len(out.split()) == 3,
+         f'the kernel {release} is in /boot, with AppArmor, KVM and resctrl',
+         out)
+
     rc, out = in_root(root, 'apt-get purge -y -q ' + ' '.join(wanted))
     t.ok(rc == 0, 'apt-get purge succeeds', out)
     rc, out = in_root(root, "dpkg-query -W -f '${Package} "
                       "${db:Status-Status}\\n' " + ' '.join(wanted) +
                       ' 2>/dev/null; ls -d /usr/bin/qemu-system-x86_64 '
                       '/etc/qemu-pseudolock /usr/libexec/qemu-pseudolock '
+                      f'/boot/vmlinuz-{release} /lib/modules/{release} '
                       '/etc/systemd/system/multi-user.target.wants/'
                       'qemu-pseudolock-host.service 2>&1; true')
     left = [line for line in out.splitlines()
             if not line.endswith(' not-installed')
             and 'No such file' not in line]
-    t.ok(not left, 'nothing of either package is left after the purge',
+    t.ok(not left, 'nothing of the packages is left after the purge',
          out)
 
     shutil.rmtree(work, ignore_errors=True)
