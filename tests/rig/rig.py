@@ -47,7 +47,9 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n', 1)[0])
     p.add_argument('--qemu', required=True)
     p.add_argument('--kernel', required=True)
-    p.add_argument('--initrd', required=True)
+    p.add_argument('--initrd',
+                   help='the initramfs (none: the root is on a disk that '
+                   '--qemu-arg gives)')
     p.add_argument('--scenario', required=True,
                    help='scenario script name inside the initramfs')
     p.add_argument('--cpu', default='max')
@@ -57,6 +59,9 @@ def parse_args(argv=None):
                    help='extra kernel command line')
     p.add_argument('--qemu-arg', action='append', default=[],
                    help='extra QEMU argument (repeatable)')
+    p.add_argument('--reboot', action='store_true',
+                   help='let the host reboot (a scenario over two boots); '
+                   'by default a reboot ends the run, as a panic does')
     p.add_argument('--timeout', type=float, default=120)
     p.add_argument('--console-log', required=True,
                    help='file for the kernel console (ttyS0)')
@@ -117,8 +122,10 @@ def qemu_command(args, report='stdio', qmp=None):
         args.qemu,
         '-machine', 'q35', '-accel', 'tcg',
         '-cpu', args.cpu, '-smp', args.smp, '-m', args.mem,
-        '-nodefaults', '-display', 'none', '-no-reboot',
-        '-kernel', args.kernel, '-initrd', args.initrd,
+        '-nodefaults', '-display', 'none',
+    ] + ([] if args.reboot else ['-no-reboot']) + [
+        '-kernel', args.kernel,
+    ] + (['-initrd', args.initrd] if args.initrd else []) + [
         '-append', append,
         '-chardev', f'file,id=console,path={args.console_log}',
         '-serial', 'chardev:console',
