@@ -7,6 +7,8 @@
 #               the same guest from domain XML through libvirt; scripts/demo)
 # make deb      build, then package it for Debian 12 into build/deb/
 #               (scripts/make-deb; install with apt install ./build/deb/*.deb)
+# make libvirt-deb  Debian's libvirt packages with libvirt-patches/, into
+#               build/libvirt-deb/ (scripts/build-libvirt-deb; not yet in check)
 # make bench    build, then run the benchmarks and print their figures
 # make fuzz     build, then fuzz each resctrl parser for 2 minutes
 # make clean    remove the build directory (downloads stay cached)
@@ -22,7 +24,7 @@ DEMO_ARGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all qemu ours libvirt deps check deb demo bench fuzz clean help
+.PHONY: all qemu ours libvirt deps check deb libvirt-deb demo bench fuzz clean help
 
 # What `make` builds of QEMU: the system emulator, the storage daemon
 # that the rig runs as a vhost-user back end, and the cache-model plugin.
@@ -71,6 +73,11 @@ check: deb
 deb: all
 	@scripts/make-deb $(B)
 
+# Debian's own packaging of the pinned libvirt, with libvirt-patches/ in
+# its patch series; configure fetches the tarball it builds from
+libvirt-deb: $(B)/.configured
+	@scripts/build-libvirt-deb $(B)
+
 # The demo builds through the targets above itself, one step at a time
 demo: deps
 	@scripts/demo $(DEMO_ARGS) $(B)
@@ -87,4 +94,4 @@ clean:
 	rm -rf $(B)
 
 help:
-	@sed -n '3,12p' Makefile | sed 's/^# //'
+	@sed -n '3,14p' Makefile | sed 's/^# //'
