@@ -200,8 +200,6 @@ pseudolock_backend_memory_alloc(HostMemoryBackend *backend, Error **errp)
     }
     if (!resctrl_group_of_fd(fd, &group, errp)) {
         error_prepend(errp, "%s: ", pl->path);
-        error_append_hint(errp, "Give a pseudo-locked region's device, "
-                          "/dev/pseudo_lock/<group>.\n");
         goto fail;
     }
     /* A group that the backend created has its name already */

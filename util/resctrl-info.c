@@ -422,15 +422,41 @@ bool resctrl_group_read(const char *mount, const char *group,
     return true;
 }
 
+/*
+ * What to do when QEMU cannot read a file that tells it which region a
+ * descriptor is: the device is fine, QEMU's confinement is not (Debian
+ * confines QEMU under libvirt with AppArmor, Fedora with SELinux).
+ */
+static void resctrl_hint_confinement(Error **errp, const char *path)
+{
+    ERRP_GUARD();
+
+    error_append_hint(errp, "QEMU reads %s to learn which pseudo-locked "
+                      "region a device is.  If a security policy confines "
+                      "QEMU (AppArmor, SELinux), let it read that.\n",
+                      path);
+}
+
+/* The one hint for a descriptor of something else than a region */
+static void resctrl_hint_not_a_region(Error **errp)
+{
+    ERRP_GUARD();
+
+    error_append_hint(errp, "Give a pseudo-locked region's device, "
+                      "/dev/pseudo_lock/<group>.\n");
+}
+
 /* The major number of the pseudo_lock driver, from /proc/devices */
 static bool resctrl_pseudo_lock_major(const char *proc_devices,
                                       unsigned *major, Error **errp)
 {
+    ERRP_GUARD();
     g_autofree char *text = NULL;
     g_autoptr(GError) gerr = NULL;
 
     if (!g_file_get_contents(proc_devices, &text, NULL, &gerr)) {
         error_setg(errp, "cannot read %s: %s", proc_devices, gerr->message);
+        resctrl_hint_confinement(errp, proc_devices);
         return false;
     }
     if (resctrl_parse_devices_major(text, "pseudo_lock", major)) {
@@ -466,6 +492,7 @@ bool resctrl_group_of_fd_in(int fd, const char *proc_devices,
     }
     if (!S_ISCHR(st.st_mode)) {
         error_setg(errp, "not a character device");
+        resctrl_hint_not_a_region(errp);
         return false;
     }
     if (!resctrl_pseudo_lock_major(proc_devices, &pl_major, errp)) {
@@ -475,6 +502,7 @@ bool resctrl_group_of_fd_in(int fd, const char *proc_devices,
         error_setg(errp, "device %u:%u is not a pseudo-locked region "
                    "(those are %u:*)", major(st.st_rdev), minor(st.st_rdev),
                    pl_major);
+        resctrl_hint_not_a_region(errp);
         return false;
     }
     /* /sys/dev/char/M:m links to .../pseudo_lock/<group> */
@@ -482,6 +510,7 @@ bool resctrl_group_of_fd_in(int fd, const char *proc_devices,
     target = g_file_read_link(link, NULL);
     if (!target) {
         error_setg_errno(errp, errno, "cannot read %s", link);
+        resctrl_hint_confinement(errp, link);
         return false;
     }
     name = g_path_get_basename(target);

@@ -111,6 +111,57 @@ static void test_group_of_fd(void)
     tree_free(root);
 }
 
+/*
+ * The hints say what is wrong: a file that QEMU was not allowed to read
+ * (AppArmor's denial of /proc/devices is an error on reading it, not on
+ * the device), or a device that is no region.  Hints are only visible
+ * when the error is reported.
+ */
+static void group_of_fd_report(const char *proc_devices_text)
+{
+    char *root = proc_devices_text
+        ? tree_new("devices", proc_devices_text, NULL)
+        : tree_new("sys", NULL, NULL);
+    g_autofree char *devices = g_build_filename(root, "devices", NULL);
+    g_autofree char *group = NULL;
+    Error *err = NULL;
+    int fd = open("/dev/null", O_RDWR);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_false(resctrl_group_of_fd_in(fd, devices, root, &group, &err));
+    error_report_err(err);
+    close(fd);
+    tree_free(root);
+}
+
+static void test_group_of_fd_hint_unreadable(void)
+{
+    if (g_test_subprocess()) {
+        group_of_fd_report(NULL);
+        return;
+    }
+    g_test_trap_subprocess(NULL, 0, 0);
+    g_test_trap_assert_passed();
+    g_test_trap_assert_stderr("*cannot read */devices*"
+                              "QEMU reads */devices to learn which "
+                              "pseudo-locked region a device is*"
+                              "security policy confines QEMU*");
+    g_test_trap_assert_stderr_unmatched("*Give a pseudo-locked*");
+}
+
+static void test_group_of_fd_hint_not_a_region(void)
+{
+    if (g_test_subprocess()) {
+        group_of_fd_report("Character devices:\n240 pseudo_lock\n");
+        return;
+    }
+    g_test_trap_subprocess(NULL, 0, 0);
+    g_test_trap_assert_passed();
+    g_test_trap_assert_stderr("*device 1:3 is not a pseudo-locked region*"
+                              "Give a pseudo-locked region's device*");
+    g_test_trap_assert_stderr_unmatched("*security policy*");
+}
+
 /* The hint is only visible when the error is reported */
 static void test_find_mount_none(void)
 {
@@ -483,6 +534,10 @@ int main(int argc, char **argv)
 
     g_test_add_func("/resctrl/find-mount", test_find_mount);
     g_test_add_func("/resctrl/group-of-fd", test_group_of_fd);
+    g_test_add_func("/resctrl/group-of-fd/hint-unreadable",
+                    test_group_of_fd_hint_unreadable);
+    g_test_add_func("/resctrl/group-of-fd/hint-not-a-region",
+                    test_group_of_fd_hint_not_a_region);
     g_test_add_func("/resctrl/find-mount-none", test_find_mount_none);
     g_test_add_func("/resctrl/cache-info/l2", test_cache_info_l2);
     g_test_add_func("/resctrl/cache-info/l3", test_cache_info_l3);
