@@ -72,11 +72,7 @@ bool pseudolock_claim(HostMemoryBackendPseudolock *pl, int fd, Error **errp)
         return false;
     }
     if (!resctrl_region_claim(pl->rdev, &pl->claim_fd, errp)) {
-        error_prepend(errp, "pseudo-locked region '%s' is in use: ",
-                      pl->group);
-        error_append_hint(errp, "A region is the memory of one QEMU at "
-                          "most, whichever device node or descriptor it "
-                          "is given by: every mapping zeroes it.\n");
+        error_prepend(errp, "pseudo-locked region '%s' ", pl->group);
         return false;
     }
     return true;

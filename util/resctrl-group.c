@@ -54,10 +54,12 @@ static char *resctrl_lock_holder(int fd, const char *proc_locks)
 
 /*
  * flock(LOCK_EX) on @fd (the file @what), waiting at most @timeout_ms:
- * whoever holds it may be any user, and may never let go.
+ * whoever holds it may be any user, and may never let go.  Returns 0, or
+ * -EWOULDBLOCK when someone else still holds it, or another -errno when
+ * the lock cannot be taken at all (a security policy may deny it).
  */
-static bool resctrl_flock(int fd, const char *what, int64_t timeout_ms,
-                          const char *proc_locks, Error **errp)
+static int resctrl_flock(int fd, const char *what, int64_t timeout_ms,
+                         const char *proc_locks, Error **errp)
 {
     int64_t deadline = g_get_monotonic_time() + timeout_ms * 1000;
     g_autofree char *holder = NULL;
@@ -67,8 +69,10 @@ static bool resctrl_flock(int fd, const char *what, int64_t timeout_ms,
             continue;
         }
         if (errno != EWOULDBLOCK) {
-            error_setg_errno(errp, errno, "cannot lock %s", what);
-            return false;
+            int err = errno;
+
+            error_setg_errno(errp, err, "cannot lock %s", what);
+            return -err;
         }
         if (g_get_monotonic_time() >= deadline) {
             holder = resctrl_lock_holder(fd, proc_locks);
@@ -78,11 +82,21 @@ static bool resctrl_flock(int fd, const char *what, int64_t timeout_ms,
             } else {
                 error_setg(errp, "%s holds the lock on %s", holder, what);
             }
-            return false;
+            return -EWOULDBLOCK;
         }
         g_usleep(RESCTRL_LOCK_POLL_US);
     }
-    return true;
+    return 0;
+}
+
+/* For an open() or flock() that failed otherwise than by contention */
+static void resctrl_hint_confined(Error **errp, const char *path)
+{
+    ERRP_GUARD();
+
+    error_append_hint(errp, "QEMU opens and locks %s.  If a security "
+                      "policy confines QEMU (AppArmor, SELinux), let it "
+                      "read and lock that.\n", path);
 }
 
 /*
@@ -96,16 +110,24 @@ static bool resctrl_flock(int fd, const char *what, int64_t timeout_ms,
 bool resctrl_lock(const char *mount, int64_t timeout_ms, int *fd,
                   Error **errp)
 {
+    ERRP_GUARD();
     int lfd = open(mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int ret;
 
     if (lfd < 0) {
         error_setg_errno(errp, errno, "cannot open %s", mount);
+        resctrl_hint_confined(errp, mount);
         return false;
     }
-    if (!resctrl_flock(lfd, mount, timeout_ms, "/proc/locks", errp)) {
+    ret = resctrl_flock(lfd, mount, timeout_ms, "/proc/locks", errp);
+    if (ret == -EWOULDBLOCK) {
         error_append_hint(errp, "Another resctrl user (libvirt, pqos, a "
                           "script under flock(1)) holds %s; QEMU does not "
                           "wait longer with the monitor blocked.\n", mount);
+    } else if (ret < 0) {
+        resctrl_hint_confined(errp, mount);
+    }
+    if (ret < 0) {
         close(lfd);
         return false;
     }
@@ -135,14 +157,28 @@ bool resctrl_region_claim_in(dev_t rdev, const char *sys_dev_char,
                              const char *proc_locks, int *claim_fd,
                              Error **errp)
 {
+    ERRP_GUARD();
     g_autofree char *dir = resctrl_dev_char_path(sys_dev_char, rdev);
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int ret;
 
     if (dfd < 0) {
-        error_setg_errno(errp, errno, "cannot open %s", dir);
+        error_setg_errno(errp, errno, "cannot be claimed: cannot open %s",
+                         dir);
+        resctrl_hint_confined(errp, dir);
         return false;
     }
-    if (!resctrl_flock(dfd, dir, 0, proc_locks, errp)) {
+    ret = resctrl_flock(dfd, dir, 0, proc_locks, errp);
+    if (ret == -EWOULDBLOCK) {
+        error_prepend(errp, "is in use: ");
+        error_append_hint(errp, "A region is the memory of one QEMU at "
+                          "most, whichever device node or descriptor it "
+                          "is given by: every mapping zeroes it.\n");
+    } else if (ret < 0) {
+        error_prepend(errp, "cannot be claimed: ");
+        resctrl_hint_confined(errp, dir);
+    }
+    if (ret < 0) {
         close(dfd);
         return false;
     }
@@ -330,6 +366,7 @@ static bool resctrl_region_still_claimed(const char *group, int *claim_fd,
         return false;
     }
     if (!resctrl_region_claim(makedev(major, minor), claim_fd, &err)) {
+        /* "is in use: ..." or "cannot be claimed: ..." */
         *why = g_strdup(error_get_pretty(err));
         error_free(err);
         return true;
@@ -377,7 +414,7 @@ bool resctrl_reclaim_dead_groups_in(const char *mount, const char *proc,
             if (undecided) {
                 g_ptr_array_add(undecided, g_strdup_printf(
                     "%s: its QEMU (pid %" PRIu64 ") is gone, but its region "
-                    "is still in use: %s", de->d_name, o.pid, why));
+                    "%s", de->d_name, o.pid, why));
             }
             continue;
         }

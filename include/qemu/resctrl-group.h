@@ -56,8 +56,10 @@ void resctrl_unlock(int fd);
  * whatever path, node or descriptor reached it, in this process or
  * another, in any mount namespace.
  *
- * Returns: true on success; false with @errp set, naming the holder,
- * if the region is claimed already.
+ * Returns: true on success; false with @errp set: "is in use: ..."
+ * naming the holder if the region is claimed already, "cannot be
+ * claimed: ..." if the directory cannot be opened or locked at all.  The
+ * caller prepends the region's name.
  */
 bool resctrl_region_claim(dev_t rdev, int *claim_fd, Error **errp);
 

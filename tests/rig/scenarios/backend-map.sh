@@ -452,7 +452,7 @@ check "with the dead QEMU's region claimed, a QEMU on cache 1 starts" \
 check "and leaves the claimed group" test -d "$R/$dead"
 diag "$(grep -v 'TCG doesn' /tmp/qemu.err)"
 check "saying that its region is still in use, and by whom" \
-    grep -q "left resctrl group $dead: its QEMU (pid $dead_pid) is gone, but its region is still in use: process $holder holds the lock" /tmp/qemu.err
+    grep -q "left resctrl group $dead: its QEMU (pid $dead_pid) is gone, but its region is in use: process $holder holds the lock" /tmp/qemu.err
 stop_qemu
 kill $holder
 wait $holder 2>/dev/null
