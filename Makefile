@@ -8,7 +8,7 @@
 # make deb      build, then package it for Debian 12 into build/deb/
 #               (scripts/make-deb; install with apt install ./build/deb/*.deb)
 # make libvirt-deb  Debian's libvirt packages with libvirt-patches/, into
-#               build/libvirt-deb/ (scripts/build-libvirt-deb; not yet in check)
+#               build/libvirt-deb/ (scripts/build-libvirt-deb)
 # make bench    build, then run the benchmarks and print their figures
 # make fuzz     build, then fuzz each resctrl parser for 2 minutes
 # make clean    remove the build directory (downloads stay cached)
@@ -66,8 +66,9 @@ $(B)/.configured: configure upstream.pins patches/series $(wildcard patches/*.pa
 	 else ./configure --build-dir=$(B); fi
 	@touch $@
 
-# The Debian packages too: tests/deb installs them
-check: deb
+# The Debian packages too: tests/deb installs them, and the Debian host
+# of the rig runs them
+check: deb libvirt-deb
 	@scripts/run-checks $(B) $(MESON_TEST_ARGS)
 
 deb: all
