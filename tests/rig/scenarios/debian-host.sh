@@ -341,9 +341,8 @@ if [ "$phase" = 1 ]; then
     [ $rc = 0 ] || diag "$(cat /tmp/attach.out; tail -n 5 /var/log/libvirt/qemu/rt-guest.log)"
     $virsh emulatorpin rt-guest $emulator_cpu --live >/dev/null 2>&1
     check_eq "and back next to the vCPU" 0 $?
-    nv_group=$($virsh dumpxml rt-guest 2>/dev/null | sed -n '/<target type=.nvdimm./,$p' |
-        sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p')
-    [ -n "$nv_group" ] || nv_group=$($virsh dumpxml rt-guest 2>/dev/null |
+    # the live XML's other region
+    nv_group=$($virsh dumpxml rt-guest 2>/dev/null |
         sed -n 's|.*<path>/dev/pseudo_lock/\(.*\)</path>.*|\1|p' | grep -vx "$region" | head -n 1)
     check_eq "the NVDIMM's region is pseudo-locked on L$level cache $other_bank" \
         "pseudo-locked L$level:$other_bank" \
