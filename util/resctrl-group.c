@@ -90,13 +90,10 @@ static int resctrl_flock(int fd, const char *what, int64_t timeout_ms,
 }
 
 /* For an open() or flock() that failed otherwise than by contention */
-static void resctrl_hint_confined(Error **errp, const char *path)
+static void resctrl_hint_lock_confined(Error **errp, const char *path)
 {
-    ERRP_GUARD();
-
-    error_append_hint(errp, "QEMU opens and locks %s.  If a security "
-                      "policy confines QEMU (AppArmor, SELinux), let it "
-                      "read and lock that.\n", path);
+    resctrl_hint_confined(errp, "read and lock", "QEMU opens and locks %s.",
+                          path);
 }
 
 /*
@@ -116,7 +113,7 @@ bool resctrl_lock(const char *mount, int64_t timeout_ms, int *fd,
 
     if (lfd < 0) {
         error_setg_errno(errp, errno, "cannot open %s", mount);
-        resctrl_hint_confined(errp, mount);
+        resctrl_hint_lock_confined(errp, mount);
         return false;
     }
     ret = resctrl_flock(lfd, mount, timeout_ms, "/proc/locks", errp);
@@ -125,7 +122,7 @@ bool resctrl_lock(const char *mount, int64_t timeout_ms, int *fd,
                           "script under flock(1)) holds %s; QEMU does not "
                           "wait longer with the monitor blocked.\n", mount);
     } else if (ret < 0) {
-        resctrl_hint_confined(errp, mount);
+        resctrl_hint_lock_confined(errp, mount);
     }
     if (ret < 0) {
         close(lfd);
@@ -165,7 +162,7 @@ bool resctrl_region_claim_in(dev_t rdev, const char *sys_dev_char,
     if (dfd < 0) {
         error_setg_errno(errp, errno, "cannot be claimed: cannot open %s",
                          dir);
-        resctrl_hint_confined(errp, dir);
+        resctrl_hint_lock_confined(errp, dir);
         return false;
     }
     ret = resctrl_flock(dfd, dir, 0, proc_locks, errp);
@@ -176,7 +173,7 @@ bool resctrl_region_claim_in(dev_t rdev, const char *sys_dev_char,
                           "is given by: every mapping zeroes it.\n");
     } else if (ret < 0) {
         error_prepend(errp, "cannot be claimed: ");
-        resctrl_hint_confined(errp, dir);
+        resctrl_hint_lock_confined(errp, dir);
     }
     if (ret < 0) {
         close(dfd);

@@ -423,19 +423,27 @@ bool resctrl_group_read(const char *mount, const char *group,
 }
 
 /*
- * What to do when QEMU cannot read a file that tells it which region a
- * descriptor is: the device is fine, QEMU's confinement is not (Debian
- * confines QEMU under libvirt with AppArmor, Fedora with SELinux).
+ * The hint for a file QEMU was denied: the file is fine, QEMU's
+ * confinement is not (Debian confines QEMU under libvirt with AppArmor,
+ * Fedora with SELinux).
  */
-static void resctrl_hint_confinement(Error **errp, const char *path)
+void resctrl_hint_confined(Error **errp, const char *access,
+                           const char *fmt, ...)
 {
     ERRP_GUARD();
+    g_autofree char *use = NULL;
+    va_list ap;
 
-    error_append_hint(errp, "QEMU reads %s to learn which pseudo-locked "
-                      "region a device is.  If a security policy confines "
-                      "QEMU (AppArmor, SELinux), let it read that.\n",
-                      path);
+    va_start(ap, fmt);
+    use = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    error_append_hint(errp, "%s  If a security policy confines QEMU "
+                      "(AppArmor, SELinux), let it %s that.\n", use, access);
 }
+
+/* Why QEMU reads the files that tell it which region a descriptor is */
+#define RESCTRL_READS_TO_IDENTIFY \
+    "QEMU reads %s to learn which pseudo-locked region a device is."
 
 /* The one hint for a descriptor of something else than a region */
 static void resctrl_hint_not_a_region(Error **errp)
@@ -456,7 +464,8 @@ static bool resctrl_pseudo_lock_major(const char *proc_devices,
 
     if (!g_file_get_contents(proc_devices, &text, NULL, &gerr)) {
         error_setg(errp, "cannot read %s: %s", proc_devices, gerr->message);
-        resctrl_hint_confinement(errp, proc_devices);
+        resctrl_hint_confined(errp, "read", RESCTRL_READS_TO_IDENTIFY,
+                              proc_devices);
         return false;
     }
     if (resctrl_parse_devices_major(text, "pseudo_lock", major)) {
@@ -510,7 +519,7 @@ bool resctrl_group_of_fd_in(int fd, const char *proc_devices,
     target = g_file_read_link(link, NULL);
     if (!target) {
         error_setg_errno(errp, errno, "cannot read %s", link);
-        resctrl_hint_confinement(errp, link);
+        resctrl_hint_confined(errp, "read", RESCTRL_READS_TO_IDENTIFY, link);
         return false;
     }
     name = g_path_get_basename(target);

@@ -188,6 +188,19 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ResctrlGroup, resctrl_group_clear)
 char *resctrl_dev_char_path(const char *sys_dev_char, dev_t rdev);
 
 /**
+ * resctrl_hint_confined: hint that a security policy denied QEMU a file
+ * @errp: the error to append the hint to
+ * @access: what QEMU needs of the file ("read", "read and lock")
+ * @fmt: printf format of a sentence saying what QEMU does with the file
+ *
+ * For an error on a file that QEMU may not open or lock when AppArmor or
+ * SELinux confines it: the file is fine, the policy must allow it.
+ */
+void G_GNUC_PRINTF(3, 4) resctrl_hint_confined(Error **errp,
+                                               const char *access,
+                                               const char *fmt, ...);
+
+/**
  * resctrl_group_of_fd: the group whose pseudo-locked region a descriptor is
  * @fd: an open file, such as /dev/pseudo_lock/p0 or a descriptor that a
  *     management application passed in
