@@ -8,7 +8,8 @@
 # make deb      build, then package it for Debian 12 into build/deb/
 #               (scripts/make-deb; install with apt install ./build/deb/*.deb)
 # make libvirt-deb  Debian's libvirt packages with libvirt-patches/, into
-#               build/libvirt-deb/ (scripts/build-libvirt-deb)
+#               build/libvirt-deb/ (scripts/build-libvirt-deb); the tests
+#               run libvirt from them
 # make bench    build, then run the benchmarks and print their figures
 # make fuzz     build, then fuzz each resctrl parser for 2 minutes
 # make clean    remove the build directory (downloads stay cached)
@@ -24,7 +25,7 @@ DEMO_ARGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all qemu ours libvirt deps check deb libvirt-deb demo bench fuzz clean help
+.PHONY: all qemu ours deps check deb libvirt-deb demo bench fuzz clean help
 
 # What `make` builds of QEMU: the system emulator, the storage daemon
 # that the rig runs as a vhost-user back end, and the cache-model plugin.
@@ -33,7 +34,7 @@ export CCACHE_NOHASHDIR := 1
 QEMU_TARGETS ?= qemu-system-x86_64 storage-daemon/qemu-storage-daemon \
 	contrib/plugins/libcatcache.so
 
-all: ours libvirt
+all: ours
 
 # QEMU with the overlay and the patches
 qemu: $(B)/.configured deps
@@ -44,16 +45,6 @@ qemu: $(B)/.configured deps
 # The project's own programs and the rig (kernels, initramfs)
 ours: qemu
 	@ninja -C $(B)/ours
-
-# The patched libvirt, installed into its staging prefix build/libvirt-root
-# (skipped when configured with --disable-libvirt).  meson-test-prereq: the
-# files libvirt's tests read that the default target does not build (its
-# ACL checks read the LXC driver's generated protocol even with LXC off).
-libvirt: $(B)/.configured deps
-	@if [ -f $(B)/libvirt/build.ninja ]; then \
-	    ninja -C $(B)/libvirt all meson-test-prereq && \
-	    meson install -C $(B)/libvirt --no-rebuild --only-changed --quiet; \
-	fi
 
 deps:
 	@scripts/install-deps
@@ -66,8 +57,9 @@ $(B)/.configured: configure upstream.pins patches/series $(wildcard patches/*.pa
 	 else ./configure --build-dir=$(B); fi
 	@touch $@
 
-# The Debian packages too: tests/deb installs them, and the Debian host
-# of the rig runs them
+# The Debian packages too: tests/deb installs them, the Debian host of
+# the rig runs them, and libvirt's tests and the busybox rig's libvirt
+# come from libvirt's packages and their build
 check: deb libvirt-deb
 	@scripts/run-checks $(B) $(MESON_TEST_ARGS)
 
@@ -95,4 +87,4 @@ clean:
 	rm -rf $(B)
 
 help:
-	@sed -n '3,14p' Makefile | sed 's/^# //'
+	@sed -n '3,15p' Makefile | sed 's/^# //'

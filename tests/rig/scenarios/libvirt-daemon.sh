@@ -1,17 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # The patched libvirt on the emulated Goldmont host, as a management
-# stack runs it: virtqemud started by hand (no systemd), virsh over its
+# stack runs it: libvirtd started by hand (no systemd), virsh over its
 # socket.  What it reports of the host's cache allocation, and a domain
 # it runs with the fork's QEMU under libvirt's own conditions: QEMU as an
 # unprivileged user, in its seccomp sandbox, in its own mount namespace
 # with a private /dev; a daemon killed with SIGKILL and started again
-# finds the domain still running.  libvirt lives at its staging prefix,
-# named by rig.libvirt_prefix=.
+# finds the domain still running.  libvirt is unpacked from the packages
+# of make libvirt-deb, at Debian's paths; Debian builds the monolithic
+# libvirtd, not the modular daemons.
 
-P=$(cmdline_arg libvirt_prefix)
 R=/sys/fs/resctrl
-export PATH="$P/bin:$P/sbin:$PATH"
 # nobody: libvirt runs QEMU as this user and group
 QEMU_UID=65534
 virsh="virsh -c qemu:///system"
@@ -28,36 +27,36 @@ wait_for() {
     return 1
 }
 
-# start_daemon: virtqemud in the background, its warnings and errors in
-# /tmp/virtqemud.log; fails when it exits or does not answer in 240 s
+# start_daemon: libvirtd in the background, its warnings and errors in
+# /tmp/libvirtd.log; fails when it exits or does not answer in 240 s
 # (its first start probes QEMU, which takes a minute under nested TCG)
 start_daemon() {
     started=$(date +%s)
-    LIBVIRT_LOG_OUTPUTS="3:file:/tmp/virtqemud.log 1:file:/tmp/virtqemud-debug.log" \
+    LIBVIRT_LOG_OUTPUTS="3:file:/tmp/libvirtd.log 1:file:/tmp/libvirtd-debug.log" \
         LIBVIRT_LOG_FILTERS="1:qemu 1:util.command 1:rpc 1:daemon 1:util.virfile 3:*" \
-        virtqemud --pid-file /run/virtqemud.pid >>/tmp/virtqemud.out 2>&1 &
+        libvirtd --pid-file /run/libvirtd.pid >>/tmp/libvirtd.out 2>&1 &
     daemon_pid=$!
     tries=240
     while [ $tries -gt 0 ]; do
         if $virsh version >/dev/null 2>&1; then
-            diag "virtqemud answered after $(($(date +%s) - started)) s"
+            diag "libvirtd answered after $(($(date +%s) - started)) s"
             return 0
         fi
         kill -0 $daemon_pid 2>/dev/null || break
         tries=$((tries - 1))
         sleep 1
     done
-    diag "virtqemud: $(tail -n 20 /tmp/virtqemud.out /tmp/virtqemud.log 2>&1)"
+    diag "libvirtd: $(tail -n 20 /tmp/libvirtd.out /tmp/libvirtd.log 2>&1)"
     diag "virsh: $($virsh version 2>&1)"
     diag "$(ps -o pid,user,args | grep -v ' \[')"
-    diag "$(ls -la "$P/var/run/libvirt" 2>&1)"
-    diag "$(grep -v 'virFileClose\|virObject' /tmp/virtqemud-debug.log | tail -n 60)"
+    diag "$(ls -la /run/libvirt 2>&1)"
+    diag "$(grep -v 'virFileClose\|virObject' /tmp/libvirtd-debug.log | tail -n 60)"
     return 1
 }
 
 # The QEMU process of a running domain, from libvirt's own pid file
 domain_pid() {
-    cat "$P/var/run/libvirt/qemu/$1.pid" 2>/dev/null
+    cat "/run/libvirt/qemu/$1.pid" 2>/dev/null
 }
 
 # resctrl_groups: the resctrl groups there are, besides the default one
@@ -81,17 +80,20 @@ define_start() {
     rc=$?
     check_eq "virsh start runs it" 0 $rc
     [ $rc = 0 ] || diag "$(cat /tmp/define.out /tmp/start.out
-                            tail -n 20 "$P/var/log/libvirt/qemu/$1.log" 2>/dev/null)"
+                            tail -n 20 "/var/log/libvirt/qemu/$1.log" 2>/dev/null)"
     pid=$(domain_pid "$1")
 }
 
-if ! [ -x "$P/sbin/virtqemud" ]; then
-    echo "Bail out! no libvirt at '$P' in the initramfs"
+if ! [ -x /usr/sbin/libvirtd ]; then
+    echo "Bail out! no libvirtd in the initramfs"
     return 0
 fi
 mount -t resctrl resctrl $R || { echo "Bail out! resctrl does not mount"; return 0; }
 mkdir -p /run /var/tmp
 mount -t tmpfs tmpfs /run
+# libvirt's clients look for the daemon's socket below /var/run, its
+# daemons put it below /run: one place on Debian, as here
+[ -e /var/run ] || ln -s /run /var/run
 
 # libvirt looks up root and the QEMU driver's built-in user and group
 # (Debian's libvirt-qemu) by name, even when qemu.conf overrides them.
@@ -110,19 +112,18 @@ EOF
 # output goes to a file rather than through virtlogd, which this rig
 # does not run.  Everything else is libvirt's default: DAC labelling,
 # the seccomp sandbox, a mount namespace with a private /dev.
-mkdir -p "$P/etc/libvirt"
-cat >"$P/etc/libvirt/qemu.conf" <<EOF
+cat >/etc/libvirt/qemu.conf <<EOF
 user = "+$QEMU_UID"
 group = "+$QEMU_UID"
 stdio_handler = "file"
 EOF
 
 if ! start_daemon; then
-    not_ok "virtqemud starts and virsh reaches it"
+    not_ok "libvirtd starts and virsh reaches it"
     done_testing
     return 0
 fi
-ok "virtqemud starts and virsh reaches it"
+ok "libvirtd starts and virsh reaches it"
 diag "$($virsh version 2>&1)"
 
 # --- capabilities: the host's caches, from sysfs and resctrl ---------------
@@ -217,9 +218,9 @@ step "The daemon killed with SIGKILL and started again"
 kill -9 $daemon_pid
 sleep 1
 check "QEMU outlives its daemon's SIGKILL" [ -d "/proc/$pid" ]
-rm -f /run/virtqemud.pid
+rm -f /run/libvirtd.pid
 start_daemon
-check_eq "virtqemud starts again" 0 $?
+check_eq "libvirtd starts again" 0 $?
 check "and reconnects: rt0 is running" \
     sh -c "$virsh domstate rt0 2>&1 | grep -q running"
 check_eq "with the same QEMU" "$pid" "$(domain_pid rt0)"
@@ -417,7 +418,7 @@ grep -q mapped-size /tmp/ql.out || diag "query-pseudolock: $(cat /tmp/ql.out)"
 # restart still removes it
 kill -9 $daemon_pid
 sleep 1
-rm -f /run/virtqemud.pid
+rm -f /run/libvirtd.pid
 start_daemon
 check "after the daemon's SIGKILL and restart, rtcache still runs" \
     sh -c "$virsh domstate rtcache 2>&1 | grep -q running"
@@ -462,7 +463,7 @@ group=$($virsh dumpxml rtcache 2>/dev/null | region_group)
 kill -9 $daemon_pid
 sleep 1
 kill -9 $pid
-rm -f /run/virtqemud.pid
+rm -f /run/libvirtd.pid
 sleep 1
 check_eq "with the daemon and then QEMU killed, region $group stays" \
     pseudo-locked "$(cat $R/$group/mode 2>&1)"
@@ -652,7 +653,7 @@ check_eq "virsh emulatorpin --live moves the emulator to cache 1's CPUs" 0 $?
 $virsh attach-device rtguest /tmp/dimm.xml --live >/tmp/attach.out 2>&1
 rc=$?
 check_eq "virsh attach-device --live plugs the region as a DIMM" 0 $rc
-[ $rc = 0 ] || diag "$(cat /tmp/attach.out; tail -n 5 /tmp/virtqemud.log)"
+[ $rc = 0 ] || diag "$(cat /tmp/attach.out; tail -n 5 /tmp/libvirtd.log)"
 live_module dimm >/tmp/dimm-live.xml
 diag "its live XML:"
 diag "$(sed 's/^/    /' /tmp/dimm-live.xml)"
@@ -684,7 +685,7 @@ wait_guest "^guest: hot-plug: ready for an NVDIMM" 30
 $virsh attach-device rtguest /tmp/nvdimm.xml --live >/tmp/attach.out 2>&1
 rc=$?
 check_eq "virsh attach-device --live plugs a region as an NVDIMM" 0 $rc
-[ $rc = 0 ] || diag "$(cat /tmp/attach.out; tail -n 5 /tmp/virtqemud.log)"
+[ $rc = 0 ] || diag "$(cat /tmp/attach.out; tail -n 5 /tmp/libvirtd.log)"
 live_module nvdimm >/tmp/nvdimm-live.xml
 nv_group=$(region_group </tmp/nvdimm-live.xml)
 nv_base=$(sed -n "s|.*<address type='dimm' slot='[0-9]*' base='\(0x[0-9a-f]*\)'/>.*|\1|p" /tmp/nvdimm-live.xml)
