@@ -5,8 +5,9 @@
 # make demo     build, then run a real-time guest in a pseudo-locked region
 #               (DEMO_ARGS=--emulated or --native: which host; --libvirt:
 #               the same guest from domain XML through libvirt; scripts/demo)
-# make deb      build, then package it for Debian 12 into build/deb/
-#               (scripts/make-deb; install with apt install ./build/deb/*.deb)
+# make deb      build, then package it and the fork's libvirt for Debian 12
+#               into build/deb/ (scripts/make-deb; install with
+#               apt install ./build/deb/*.deb)
 # make libvirt-deb  Debian's libvirt packages with libvirt-patches/, into
 #               build/libvirt-deb/ (scripts/build-libvirt-deb); the tests
 #               run libvirt from them
@@ -60,10 +61,12 @@ $(B)/.configured: configure upstream.pins patches/series $(wildcard patches/*.pa
 # The Debian packages too: tests/deb installs them, the Debian host of
 # the rig runs them, and libvirt's tests and the busybox rig's libvirt
 # come from libvirt's packages and their build
-check: deb libvirt-deb
+check: deb
 	@scripts/run-checks $(B) $(MESON_TEST_ARGS)
 
-deb: all
+# QEMU's, the host unit's and the kernel's packages, and those of
+# libvirt's that a QEMU host installs
+deb: all libvirt-deb
 	@scripts/make-deb $(B)
 
 # Debian's own packaging of the pinned libvirt, with libvirt-patches/ in
@@ -87,4 +90,4 @@ clean:
 	rm -rf $(B)
 
 help:
-	@sed -n '3,15p' Makefile | sed 's/^# //'
+	@sed -n '3,16p' Makefile | sed 's/^# //'

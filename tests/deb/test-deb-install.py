@@ -6,12 +6,14 @@ A fresh Debian 12 root file system (scripts/debian-rootfs: debootstrap
 from the configured mirror, with bookworm-backports) gets
 build/deb/*.deb with `apt-get install ./...`, the dependencies coming
 from the mirror; then the fork's QEMU must run there on Debian's
-firmware, satisfy what Debian's libvirt asks of a QEMU, and `apt-get
-purge` must take everything away again.  It runs as root in a private
+firmware and satisfy what Debian's libvirt asks of a QEMU, the fork's
+libvirt must be the one installed, and `apt-get purge` must take
+everything away again.  It runs as root in a private
 mount namespace (proc, /dev and apt's download cache are mounted into
 the root only there); without root it reports a skip.
 
-Usage: test-deb-install.py DEB-DIR WORK-DIR
+Usage: test-deb-install.py DEB-DIR WORK-DIR libvirt|no-libvirt
+  (no-libvirt: configured with --disable-libvirt, no libvirt packages)
 """
 
 import glob
@@ -52,7 +54,7 @@ def field(deb, name):
 
 
 def main():
-    deb_dir, work = sys.argv[1], sys.argv[2]
+    deb_dir, work, with_libvirt = sys.argv[1], sys.argv[2], sys.argv[3]
     t = Tap()
     if os.geteuid() != 0:
         t.skip('installing the packages into a Debian root', 'needs root')
@@ -68,6 +70,14 @@ def main():
     kernel = kernels[0]
     release = kernel[len('linux-image-'):]
     wanted.append(kernel)
+    # the fork's libvirt, unless configured with --disable-libvirt
+    libvirt = sorted(n for n in names if n.startswith('libvirt'))
+    if with_libvirt == 'libvirt':
+        t.ok('libvirt-daemon-system' in libvirt and 'libvirt0' in libvirt,
+             "make deb wrote the fork's libvirt-daemon-system and the "
+             'libvirt packages it depends on', f'found: {debs}')
+    t.diag(f'libvirt packages: {" ".join(libvirt) or "none"}')
+    wanted += libvirt
 
     shutil.rmtree(work, ignore_errors=True)
     root = os.path.join(work, 'root')
@@ -89,6 +99,15 @@ def main():
 
     rc, out = in_root(root, 'apt-get update -q')
     t.ok(rc == 0, 'apt-get update in the root', out)
+    # Debian's own libvirt, for those who keep it: its QEMU driver takes
+    # the fork's QEMU as the qemu-system-x86 it depends on (asked before
+    # the fork's libvirt is installed, which it would downgrade)
+    rc, out = in_root(root, 'apt-get install -s -q -t bookworm-backports '
+                      '/tmp/debs/qemu-pseudolock-system-x86_*.deb '
+                      'libvirt-daemon-driver-qemu/bookworm-backports')
+    t.ok(rc == 0 and 'Inst qemu-system-x86 ' not in out,
+         "Debian's libvirt QEMU driver would install with the fork's QEMU "
+         '(Provides: qemu-system-x86, qemu-kvm)', out[-3000:])
     # QEMU 10's firmware and data (seabios, qemu-system-data) are in
     # bookworm-backports, which apt uses only when asked: -t, as the
     # deployment page says.
@@ -122,12 +141,13 @@ def main():
                       'memory-backend-pseudolock,help')
     t.ok(rc == 0 and 'cache-level' in out and 'path' in out,
          'it has memory-backend-pseudolock', out)
-    rc, out = in_root(root, 'apt-get install -s -q '
-                      'libvirt-daemon-driver-qemu/bookworm-backports')
-    t.ok(rc == 0 and 'Inst qemu-system-x86 ' not in out
-         and 'Remv qemu-pseudolock' not in out,
-         "Debian's libvirt QEMU driver would install on it as it is "
-         '(Provides: qemu-system-x86, qemu-kvm)', out[-3000:])
+    if libvirt:
+        rc, out = in_root(root, 'virsh --version && /usr/sbin/libvirtd '
+                          '--version')
+        upstream = names['libvirt0'][1].split('-')[0]
+        t.ok(rc == 0 and out.split()[0] == upstream
+             and out.split()[-1] == upstream,
+             f"virsh and libvirtd are the fork's libvirt {upstream}", out)
 
     rc, out = in_root(root, 'test -x /usr/libexec/qemu-pseudolock/host-setup'
                       ' && test -f /etc/qemu-pseudolock/host.conf && '
@@ -144,11 +164,16 @@ def main():
          f'the kernel {release} is in /boot, with AppArmor, KVM and resctrl',
          out)
 
-    rc, out = in_root(root, 'apt-get purge -y -q ' + ' '.join(wanted))
-    t.ok(rc == 0, 'apt-get purge succeeds', out)
+    # What the deployment page says to purge: libvirt's two packages
+    # that all its others depend on take those with them
+    purge = wanted[:3] + [n for n in ('libvirt0', 'libvirt-common')
+                          if n in libvirt]
+    rc, out = in_root(root, 'apt-get purge -y -q ' + ' '.join(purge))
+    t.ok(rc == 0, f'apt-get purge {" ".join(purge)} succeeds', out)
     rc, out = in_root(root, "dpkg-query -W -f '${Package} "
                       "${db:Status-Status}\\n' " + ' '.join(wanted) +
                       ' 2>/dev/null; ls -d /usr/bin/qemu-system-x86_64 '
+                      '/usr/sbin/libvirtd /usr/bin/virsh '
                       '/etc/qemu-pseudolock /usr/libexec/qemu-pseudolock '
                       f'/boot/vmlinuz-{release} /lib/modules/{release} '
                       '/etc/systemd/system/multi-user.target.wants/'
