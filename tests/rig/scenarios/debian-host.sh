@@ -204,8 +204,11 @@ max_size() {
         sed -n "/<bank id='$1' level='$level'/,/<\/bank>/s/.*<pseudolock .*maxSize='\([0-9]*\)'.*/\1/p"
 }
 
-# check_guest NAME KIB: the domain's QEMU as libvirt and AppArmor run
-# it, its region, and the guest's report of its nodes: node 1 of KIB
+# check_guest NAME KIB [running]: the domain's QEMU as libvirt and
+# AppArmor run it, its region, and the guest's report of its nodes: node
+# 1 of KIB; with running, not the report (the guest booting under TCG
+# inside TCG takes minutes, and what it reports does not depend on how
+# libvirt started it)
 check_guest() {
     pid=$(domain_pid "$1")
     check "libvirt knows the QEMU of $1" test -d "/proc/${pid:-none}"
@@ -233,6 +236,7 @@ check_guest() {
         "$(cat $R/${group:-none}/mode 2>&1) $(sed -n "s/^ *\(L$level:$bank\)=.*/\1/p" $R/${group:-none}/schemata 2>&1)"
     check "QEMU maps it: /proc/PID/maps lists /dev/pseudo_lock/${group:-?}" \
         grep -q "/dev/pseudo_lock/${group:-none}\$" "/proc/${pid:-none}/maps"
+    [ "${3:-}" = running ] && return 0
     if wait_until 300 guest_reported "$1"; then
         ok "the guest booted and reported its nodes"
     else
@@ -411,7 +415,9 @@ else
     check "each L$level instance has ways free again" free_ways_everywhere
     check "libvirt started the autostart domain" \
         wait_until 60 sh -c "$virsh domstate rt-guest | grep -qx running"
-    check_guest rt-guest "$(cat $state/kib)"
+    # The guest reported twice in the first boot; here what is new is
+    # that libvirt started it by itself
+    check_guest rt-guest "$(cat $state/kib)" running
     no_denials "either"
     # The count is worth something only if a denial shows in it
     check_fails "the guest's profile denies reading /etc/shadow" \
