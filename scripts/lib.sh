@@ -51,6 +51,12 @@ pl_verify_sha256() {
     fi
 }
 
+# pl_libvirt_disabled BUILD-DIR: ./configure ran there with
+# --disable-libvirt (config.status repeats its options)
+pl_libvirt_disabled() {
+    grep -q -e '--disable-libvirt' "$1/config.status" 2>/dev/null
+}
+
 pl_need_root() {
     [ "$(id -u)" = 0 ] && return 0
     command -v sudo >/dev/null 2>&1 && [ -z "${CI:-}" ] && { PL_SUDO=sudo; return 0; }
