@@ -70,6 +70,7 @@ def main():
     kernel = kernels[0]
     release = kernel[len('linux-image-'):]
     wanted.append(kernel)
+    fork_own = list(wanted)
     # the fork's libvirt, unless configured with --disable-libvirt
     libvirt = sorted(n for n in names if n.startswith('libvirt'))
     if with_libvirt == 'libvirt':
@@ -166,8 +167,8 @@ def main():
 
     # What the deployment page says to purge: libvirt's two packages
     # that all its others depend on take those with them
-    purge = wanted[:3] + [n for n in ('libvirt0', 'libvirt-common')
-                          if n in libvirt]
+    purge = fork_own + [n for n in ('libvirt0', 'libvirt-common')
+                        if n in libvirt]
     rc, out = in_root(root, 'apt-get purge -y -q ' + ' '.join(purge))
     t.ok(rc == 0, f'apt-get purge {" ".join(purge)} succeeds', out)
     rc, out = in_root(root, "dpkg-query -W -f '${Package} "
