@@ -143,19 +143,26 @@ grep -q "<control" /tmp/caps.xml || diag "$(sed -n '/<cache>/,/<\/cache>/p' /tmp
 sed -n "/<bank id='0' level='2'/,/<\/bank>/p" /tmp/caps.xml >/tmp/bank0.xml
 check "bank 0 can pseudo-lock ways of 128 KiB, none free yet" \
     grep -q "<pseudolock granularity='128' maxSize='0' unit='KiB'/>" /tmp/bank0.xml
-# The default group shrunk to ways 0-7 on both caches, and ways 8-15 of
-# cache 0 pseudo-locked: bank 0 shows the 1 MiB region, bank 1 its eight
-# free ways
+# The default group shrunk to ways 0-7 on both caches, and ways 12-15
+# of cache 0 pseudo-locked: bank 0 shows the 512 KiB region, and offers
+# none in its four free ways (Linux locks one region per cache
+# hierarchy); bank 1 offers its eight free ways
 echo 'L2:0=00ff;1=00ff' >$R/schemata
-pseudo_lock p0 'L2:0=ff00'
+pseudo_lock p0 'L2:0=f000'
 $virsh capabilities >/tmp/caps.xml 2>&1
 sed -n "/<bank id='0' level='2'/,/<\/bank>/p" /tmp/caps.xml >/tmp/bank0.xml
-check "with p0 locked, bank 0 has no free ways" \
+check "with p0 locked, bank 0 offers no second region in its free ways" \
     grep -q "<pseudolock granularity='128' maxSize='0' unit='KiB'>" /tmp/bank0.xml
-check "and reports the 1 MiB region" \
-    grep -q "<region size='1024' unit='KiB'/>" /tmp/bank0.xml
+check "and reports the 512 KiB region, held by group p0" \
+    grep -q "<region size='512' unit='KiB' group='p0'/>" /tmp/bank0.xml
 check "and bank 1 a free run of 1 MiB" \
     grep -q "<pseudolock granularity='128' maxSize='1024' unit='KiB'/>" /tmp/caps.xml
+mkdir $R/second
+echo pseudo-locksetup >$R/second/mode
+check_fails "  where the kernel indeed refuses a second region on bank 0" \
+    sh -c "echo 'L2:0=0f00' >$R/second/schemata"
+diag "kernel: $(cat $R/info/last_cmd_status)"
+rmdir $R/second
 grep -q "<region" /tmp/caps.xml || diag "$(sed -n '/<cache>/,/<\/cache>/p' /tmp/caps.xml)"
 rmdir $R/p0
 echo 'L2:0=ffff;1=ffff' >$R/schemata
