@@ -275,7 +275,12 @@ static uint64_t read_reg(struct qemu_plugin_register *reg)
     return GUINT64_FROM_LE(val);
 }
 
-/* Write @val into a 64-bit register; whether the target took it */
+/*
+ * Write @val into a 64-bit register; whether the target took it.  Only
+ * from a callback registered with QEMU_PLUGIN_CB_RW_REGS (or a vCPU
+ * init/exit one): qemu_plugin_write_register() refuses the write (-1)
+ * from any other, as it refuses a register the target keeps (0).
+ */
 static bool write_reg(struct qemu_plugin_register *reg, uint64_t val)
 {
     g_autoptr(GByteArray) buf = g_byte_array_sized_new(sizeof(val));
@@ -1065,6 +1070,7 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             /* fall through */
         case 0x32:      /* RDMSR */
         case 0x33:      /* RDPMC */
+            /* RW_REGS: vcpu_feed_counters() writes registers */
             qemu_plugin_register_vcpu_insn_exec_cb(insn, vcpu_feed_counters,
                                                    QEMU_PLUGIN_CB_RW_REGS,
                                                    NULL);
