@@ -13,6 +13,14 @@
  * of the latencies and the share under a hit threshold.  Reads from
  * those CPUs hit the locked ways and change nothing; reads from other
  * CPUs would take the lines out, which is why the thread is pinned.
+ *
+ * On a real-time host those CPUs belong to FIFO vCPUs, and an ordinary
+ * thread there may never run.  So nothing waits for the thread with
+ * the BQL held: the QMP command is a coroutine that yields until the
+ * thread is done or a deadline has passed, and then fails.  A thread
+ * given up on keeps a reference to the backend (whose mapping stays
+ * readable until it is finalized) and frees its run when it ends; until
+ * then no second measurement of that backend starts.
  */
 
 #include "qemu/osdep.h"
@@ -21,7 +29,10 @@
 #include "qapi/error.h"
 #include "qobject/qdict.h"
 #include "qapi/qapi-commands-pseudolock.h"
+#include "qemu/coroutine.h"
+#include "qemu/main-loop.h"
 #include "qemu/thread.h"
+#include "qemu/timer.h"
 #include "system/hostmem-pseudolock.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -30,23 +41,36 @@
 
 #define RESIDENCY_LINE_SIZE     64
 #define RESIDENCY_BUCKETS       24      /* up to 2^24 cycles and beyond */
+#define RESIDENCY_TIMEOUT_MS    5000    /* default of timeout-ms */
 
 /* The leaf and commands of contrib/plugins/catcache.c */
 #define CATCACHE_LEAF           0x63616368u
 #define CATCACHE_WINDOW_OPEN    3
 #define CATCACHE_WINDOW_CLOSE   4
 
-typedef struct ResidencyRun {
+typedef struct PseudolockResidencyRun ResidencyRun;
+
+struct PseudolockResidencyRun {
+    /* Set up before the thread starts, then only read */
+    HostMemoryBackendPseudolock *pl;    /* a reference, until freed */
     const uint8_t *base;
     uint64_t lines;
-    GArray *cpus;               /* of unsigned: where to run */
+    cpu_set_t cpus;             /* where to run */
     bool hypervisor;
 
-    /* Results */
+    /* Results, written by the thread */
     int err;                    /* errno of sched_setaffinity() */
     unsigned cpu;
     uint64_t *cycles;           /* one a read, in read order */
-} ResidencyRun;
+
+    /* Under the BQL, in the main loop */
+    Coroutine *co;              /* the command waiting, if it still is */
+    bool done;                  /* the thread has ended */
+    bool abandoned;             /* the command gave up on it */
+
+    /* Set by the command when it gives up, read by the thread */
+    bool given_up;              /* qatomic_*(): the reads may be skipped */
+};
 
 /* Whether CPUID.1:ECX says that we run under a hypervisor */
 static bool residency_under_hypervisor(void)
@@ -102,30 +126,67 @@ static bool residency_within(const cpu_set_t *cpus)
     return CPU_EQUAL(&both, &mine);
 }
 
+/* Free a run once both the thread and the command are done with it */
+static void residency_run_free(ResidencyRun *run)
+{
+    assert(run->pl->residency == run);
+    run->pl->residency = NULL;
+    object_unref(OBJECT(run->pl));
+    g_free(run->cycles);
+    g_free(run);
+}
+
+/* The thread has ended: wake the command, or clean up after it */
+static void residency_done_bh(void *opaque)
+{
+    ResidencyRun *run = opaque;
+
+    run->done = true;
+    if (run->co) {
+        Coroutine *co = g_steal_pointer(&run->co);
+
+        aio_co_wake(co);
+    } else if (run->abandoned) {
+        residency_run_free(run);
+    }
+}
+
+/* The deadline has passed: wake the command, which gives up */
+static void residency_deadline(void *opaque)
+{
+    ResidencyRun *run = opaque;
+
+    if (run->co) {
+        Coroutine *co = g_steal_pointer(&run->co);
+
+        aio_co_wake(co);
+    }
+}
+
 static void *residency_thread(void *opaque)
 {
     ResidencyRun *run = opaque;
     g_autoptr(GRand) rand = g_rand_new();
-    g_autofree uint64_t *order = g_new(uint64_t, run->lines);
-    cpu_set_t set;
+    g_autofree uint64_t *order = NULL;
     uint64_t i;
 
-    CPU_ZERO(&set);
-    for (i = 0; i < run->cpus->len; i++) {
-        CPU_SET(g_array_index(run->cpus, unsigned, i), &set);
-    }
     /*
      * A thread already confined to the cache's CPUs (QEMU pinned there,
      * as libvirt's emulatorpin does) stays as it is: under a seccomp
      * sandbox with resourcecontrol=deny, it could not change its
      * affinity at all.
      */
-    if (!residency_within(&set) &&
-        sched_setaffinity(0, sizeof(set), &set) < 0) {
+    if (!residency_within(&run->cpus) &&
+        sched_setaffinity(0, sizeof(run->cpus), &run->cpus) < 0) {
         run->err = errno;
-        return NULL;
+        goto out;
+    }
+    /* No one waits for the figures any more: leave the cache alone */
+    if (qatomic_read(&run->given_up)) {
+        goto out;
     }
 
+    order = g_new(uint64_t, run->lines);
     /* A random order of the lines (Fisher-Yates) */
     for (i = 0; i < run->lines; i++) {
         order[i] = i;
@@ -150,6 +211,8 @@ static void *residency_thread(void *opaque)
     if (run->hypervisor) {
         residency_model_window(CATCACHE_WINDOW_CLOSE, NULL, 0);
     }
+out:
+    aio_bh_schedule_oneshot(qemu_get_aio_context(), residency_done_bh, run);
     return NULL;
 }
 
@@ -160,18 +223,19 @@ static int residency_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-PseudolockResidency *qmp_query_pseudolock_residency(const char *id,
-                                                    bool has_threshold,
-                                                    uint64_t threshold,
-                                                    Error **errp)
+PseudolockResidency *coroutine_fn
+qmp_query_pseudolock_residency(const char *id, bool has_threshold,
+                               uint64_t threshold, bool has_timeout_ms,
+                               uint32_t timeout_ms, Error **errp)
 {
     HostMemoryBackendPseudolock *pl = pseudolock_find_mapped(id, errp);
-    g_autofree uint64_t *cycles = NULL;
     uint64_t buckets[RESIDENCY_BUCKETS + 1] = { 0 };
     PseudolockLatencyBucketList **tail;
     PseudolockResidency *reply;
-    ResidencyRun run = { 0 };
+    QEMUTimer *deadline;
+    ResidencyRun *run;
     QemuThread thread;
+    uint64_t *cycles;
     uint64_t i;
 
     if (!pl) {
@@ -182,40 +246,82 @@ PseudolockResidency *qmp_query_pseudolock_residency(const char *id,
                    "'%s' (it could not read resctrl when it mapped it)", id);
         return NULL;
     }
+    if (has_timeout_ms && !timeout_ms) {
+        error_setg(errp, "timeout-ms must be 1 or more");
+        return NULL;
+    }
+    if (pl->residency) {
+        error_setg(errp, "an earlier measurement of '%s' has not run yet",
+                   id);
+        error_append_hint(errp, "Its thread waits for a CPU of the region's "
+                          "cache; real-time tasks that keep those CPUs "
+                          "busy keep it waiting.  Ask again once it ran.\n");
+        return NULL;
+    }
 
-    run.base = pl->host;
-    run.lines = pl->mapped_size / RESIDENCY_LINE_SIZE;
-    run.cpus = pl->host_cpus;
-    run.hypervisor = residency_under_hypervisor();
-    run.cycles = cycles = g_new(uint64_t, run.lines);
+    run = g_new0(ResidencyRun, 1);
+    run->pl = pl;
+    object_ref(OBJECT(pl));
+    pl->residency = run;
+    run->base = pl->host;
+    run->lines = pl->mapped_size / RESIDENCY_LINE_SIZE;
+    CPU_ZERO(&run->cpus);
+    for (i = 0; i < pl->host_cpus->len; i++) {
+        CPU_SET(g_array_index(pl->host_cpus, unsigned, i), &run->cpus);
+    }
+    run->hypervisor = residency_under_hypervisor();
+    run->cycles = g_new(uint64_t, run->lines);
+    run->co = qemu_coroutine_self();
+
     /* Its own thread: the caller's affinity stays as it is */
-    qemu_thread_create(&thread, "pl-residency", residency_thread, &run,
-                       QEMU_THREAD_JOINABLE);
-    qemu_thread_join(&thread);
-    if (run.err) {
-        error_setg_errno(errp, run.err, "cannot run on the CPUs of the "
+    qemu_thread_create(&thread, "pl-residency", residency_thread, run,
+                       QEMU_THREAD_DETACHED);
+    deadline = aio_timer_new(qemu_get_aio_context(), QEMU_CLOCK_REALTIME,
+                             SCALE_MS, residency_deadline, run);
+    timer_mod(deadline, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+              (has_timeout_ms ? timeout_ms : RESIDENCY_TIMEOUT_MS));
+    /* The BQL is free until the thread ends or the deadline passes */
+    qemu_coroutine_yield();
+    timer_free(deadline);
+
+    if (!run->done) {
+        run->co = NULL;
+        run->abandoned = true;
+        qatomic_set(&run->given_up, true);
+        error_setg(errp, "the measurement of '%s' did not run within %u ms",
+                   id, has_timeout_ms ? timeout_ms : RESIDENCY_TIMEOUT_MS);
+        error_append_hint(errp, "It runs on the CPUs of the region's cache, "
+                          "and something keeps them busy (real-time tasks, "
+                          "FIFO vCPUs): ask when they are idle, or with a "
+                          "longer timeout-ms.\n");
+        return NULL;
+    }
+    if (run->err) {
+        error_setg_errno(errp, run->err, "cannot run on the CPUs of the "
                          "cache of '%s'", id);
         error_append_hint(errp, "QEMU's cpuset or a seccomp sandbox with "
                           "resourcecontrol=deny keeps it off them.\n");
+        residency_run_free(run);
         return NULL;
     }
 
     reply = g_new0(PseudolockResidency, 1);
     reply->id = g_strdup(id);
-    reply->reads = run.lines;
+    reply->reads = run->lines;
     reply->line_size = RESIDENCY_LINE_SIZE;
     reply->threshold_cycles = has_threshold ? threshold :
                               pl->cache_level == 3 ? 160 : 80;
-    reply->cpu = run.cpu;
-    reply->hypervisor = run.hypervisor;
-    for (i = 0; i < run.lines; i++) {
+    reply->cpu = run->cpu;
+    reply->hypervisor = run->hypervisor;
+    cycles = run->cycles;
+    for (i = 0; i < run->lines; i++) {
         unsigned b = cycles[i] ? 63 - clz64(cycles[i]) : 0;
 
         buckets[MIN(b, RESIDENCY_BUCKETS)]++;
         reply->hits += cycles[i] <= reply->threshold_cycles;
     }
-    qsort(cycles, run.lines, sizeof(*cycles), residency_cmp);
-    reply->median_cycles = run.lines ? cycles[run.lines / 2] : 0;
+    qsort(cycles, run->lines, sizeof(*cycles), residency_cmp);
+    reply->median_cycles = run->lines ? cycles[run->lines / 2] : 0;
 
     tail = &reply->histogram;
     for (i = 0; i <= RESIDENCY_BUCKETS; i++) {
@@ -231,15 +337,16 @@ PseudolockResidency *qmp_query_pseudolock_residency(const char *id,
         bucket->reads = buckets[i];
         QAPI_LIST_APPEND(tail, bucket);
     }
+    residency_run_free(run);
     return reply;
 }
 
 #else
 
-PseudolockResidency *qmp_query_pseudolock_residency(const char *id,
-                                                    bool has_threshold,
-                                                    uint64_t threshold,
-                                                    Error **errp)
+PseudolockResidency *coroutine_fn
+qmp_query_pseudolock_residency(const char *id, bool has_threshold,
+                               uint64_t threshold, bool has_timeout_ms,
+                               uint32_t timeout_ms, Error **errp)
 {
     error_setg(errp, "query-pseudolock-residency times reads with the x86 "
                "TSC, and this host is not x86");
@@ -248,7 +355,8 @@ PseudolockResidency *qmp_query_pseudolock_residency(const char *id,
 
 #endif
 
-void hmp_info_pseudolock_residency(Monitor *mon, const QDict *qdict)
+void coroutine_fn hmp_info_pseudolock_residency(Monitor *mon,
+                                               const QDict *qdict)
 {
     const char *id = qdict_get_str(qdict, "id");
     bool has_threshold = qdict_haskey(qdict, "threshold");
@@ -264,7 +372,7 @@ void hmp_info_pseudolock_residency(Monitor *mon, const QDict *qdict)
                    "not %" PRId64, threshold);
     } else {
         r = qmp_query_pseudolock_residency(id, has_threshold, threshold,
-                                           &err);
+                                           false, 0, &err);
     }
     if (hmp_handle_error(mon, err)) {
         return;

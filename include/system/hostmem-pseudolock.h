@@ -65,6 +65,9 @@ struct HostMemoryBackendPseudolock {
     /* Relocks the region whenever the guest starts running, while mapped */
     VMChangeStateEntry *vm_start_entry;
     bool relock_works;          /* until the kernel says it cannot */
+
+    /* The residency measurement under way, in pseudolock-residency.c */
+    struct PseudolockResidencyRun *residency;
 };
 
 /* backends/pseudolock-region.c */

@@ -7,6 +7,8 @@
 # of the Goldmont host; the fork's QEMU runs inside it (qtest
 # accelerator).  Every refused QEMU must leave the running guest's
 # memory as it was: each mmap of the device would have zeroed it.
+# Last, the BQL: query-pseudolock-residency on a host whose cache CPUs
+# real-time tasks keep busy.
 
 R=/sys/fs/resctrl
 QEMU=/usr/bin/qemu-system-x86_64
@@ -249,6 +251,96 @@ check_eq "two creators started at once: one gets the region" 1 $winners
 check_eq "and the other is told the cache holds one already" 1 $losers
 check "no group is left once the winner quits" \
     sh -c "! ls -d $R/qemu-pl-* 2>/dev/null"
+
+# --- A real-time host --------------------------------------------------
+# The CPUs of L2 cache 0 (0-1), where region rt is, run FIFO busy loops, with RT throttling
+# and the fair server off, as hard real-time hosts run their vCPUs:
+# query-pseudolock-residency's thread, an ordinary one pinned there,
+# does not get on them.  QEMU and this shell run on the other L2's CPUs.
+
+step "query-pseudolock-residency on a real-time host"
+# now_ms: the uptime in milliseconds (to a hundredth of a second)
+now_ms() {
+    awk '{ printf "%d", $1 * 1000 }' /proc/uptime
+}
+taskset -p -c 2-3 $$ >/dev/null
+echo 'L2:0=00ff' >$R/schemata
+check "ways 8-15 of L2 cache 0 are locked as region rt" pseudo_lock rt 'L2:0=ff00'
+QMP2=/tmp/qmp2.sock QTEST=/tmp/qtest.sock
+qemu_prefix="taskset -c 2-3"
+start_qemu -object $pl,id=pl0,path=/dev/pseudo_lock/rt \
+    -qmp unix:$QMP2,server=on,wait=off -qtest unix:$QTEST,server=on,wait=off
+started=$?
+check_eq "QEMU maps rt as node 1, on CPUs 2-3" 0 $started
+[ $started = 0 ] || diag "$(grep -v 'TCG doesn' /tmp/qemu.err)"
+qemu_prefix=
+rt_runtime=$(cat /proc/sys/kernel/sched_rt_runtime_us)
+FS=/sys/kernel/debug/sched/fair_server
+fs0=$(cat $FS/cpu0/runtime) fs1=$(cat $FS/cpu1/runtime)
+check "RT throttling goes off" \
+    sh -c 'echo -1 >/proc/sys/kernel/sched_rt_runtime_us'
+check "the fair server of CPUs 0 and 1 goes off" \
+    sh -c "echo 0 >$FS/cpu0/runtime && echo 0 >$FS/cpu1/runtime"
+/rig/bin/rt-spin 0 10 60 & spin0=$!
+/rig/bin/rt-spin 1 10 60 & spin1=$!
+sleep 0.5
+check "FIFO busy loops take CPUs 0 and 1" kill -0 $spin0 $spin1
+
+# between MIN MAX: whether $elapsed is at least MIN and under MAX (ms)
+between() {
+    [ "$elapsed" -ge "$1" ] && [ "$elapsed" -lt "$2" ]
+}
+t0=$(now_ms)
+qmp '{"execute": "query-pseudolock-residency", "arguments": {"id": "pl0"}}' \
+    >/tmp/residency.out &
+query=$!
+sleep 1
+t1=$(now_ms)
+out=$(timeout -s KILL 10 /rig/bin/qtest-call $QTEST "readb $NODE1")
+elapsed=$(($(now_ms) - t1))
+diag "main loop: '$out' in $elapsed ms, $((t1 - t0)) ms into the query"
+check "while the query waits, QEMU's main loop answers (qtest readb)" \
+    contains "$out" '^OK'
+check "  within a second" between 0 1000
+check "  and the query still waits" kill -0 $query
+reply=$(timeout -s KILL 20 /rig/bin/qmp-call $QMP2 \
+    '{"execute": "query-status"}' | tr -d '\r')
+elapsed=$(($(now_ms) - t0))
+diag "second QMP monitor: $reply, $elapsed ms into the query"
+check "another QMP monitor's query-status answers" \
+    contains "$reply" '"running"'
+check "  within the query's deadline (QMP runs in-band commands in turn)" \
+    between 0 7000
+wait $query
+elapsed=$(($(now_ms) - t0))
+reply=$(cat /tmp/residency.out)
+diag "$reply after $elapsed ms"
+check "the query fails: the measurement did not run within 5000 ms" \
+    contains "$reply" "the measurement of 'pl0' did not run within 5000 ms"
+check "  after 5 to 7 seconds" between 4900 7000
+reply=$(qmp '{"execute": "query-pseudolock-residency", "arguments": {"id": "pl0", "timeout-ms": 100}}')
+diag "$reply"
+check "a second query while its thread still waits is refused" \
+    contains "$reply" "an earlier measurement of 'pl0' has not run yet"
+
+kill $spin0 $spin1
+wait $spin0 $spin1
+check "the fair server of CPUs 0 and 1 and RT throttling come back" \
+    sh -c "echo $fs0 >$FS/cpu0/runtime && echo $fs1 >$FS/cpu1/runtime &&
+        echo $rt_runtime >/proc/sys/kernel/sched_rt_runtime_us"
+lines=$((size / 64))
+for i in $(seq 50); do
+    reply=$(qmp '{"execute": "query-pseudolock-residency", "arguments": {"id": "pl0", "timeout-ms": 60000}}')
+    contains "$reply" "has not run yet" || break
+    sleep 0.1
+done
+diag "$reply"
+check "once the CPUs are free, the region is measured: $lines reads" \
+    contains "$reply" "\"reads\": $lines,"
+stop_qemu
+check_eq "  and QEMU quits cleanly" 0 $?
+rmdir $R/rt
+taskset -p -c 0-3 $$ >/dev/null
 
 umount $R
 done_testing
