@@ -60,6 +60,12 @@
  *      physical span of what was counted)
  *   6  close it and log its counts, a line for each vCPU that accessed
  *      the range (with the class the vCPU is in at that moment)
+ * Any code of the emulated host may use the leaf, its user space too:
+ * the rig's probes and QEMU's residency measurement are processes.  The
+ * plugin is a measuring instrument for a host that its user controls,
+ * not something to load under an untrusted guest: such a guest could
+ * arm and disarm it in a loop, and each time all translated code of
+ * the machine is thrown away.
  * The kernel's own measurements, and its locking of a region, turn the
  * prefetchers off through MSR_MISC_FEATURE_CONTROL: each such stretch
  * is a window too ("prefetch-off"), logged with its physical range.
@@ -192,6 +198,7 @@ typedef struct FlushOperand {
     int8_t index;               /* register number, or -1 */
     uint8_t scale;
     int8_t seg_base;            /* 0 fs_base, 1 gs_base, -1 none */
+    bool addr32;                /* 0x67: a 32-bit effective address */
     int64_t disp;               /* RIP-relative: the whole address */
 } FlushOperand;
 
@@ -207,7 +214,16 @@ static GMutex flush_operands_lock;
 
 static Vcpu *vcpus;
 static unsigned max_vcpus;
-static GPtrArray *caches;
+/*
+ * The cache instances, made as vCPUs first need them: at most an L2 and
+ * an L3 per vCPU, so the array never moves.  cache_get() adds under
+ * caches_lock and publishes the count with a release store; the vCPUs
+ * that walk the instances read it with an acquire load, without the
+ * lock, and never see an entry that is not there yet.
+ */
+static Cache **caches;
+static unsigned caches_max;
+static unsigned caches_len;             /* __atomic, as above */
 static GMutex caches_lock;
 static int armed;              /* g_atomic_int_*() */
 static qemu_plugin_id_t plugin_id;
@@ -298,8 +314,8 @@ static Cache *cache_get(int level, uint32_t id, uint32_t sets, uint32_t ways,
     unsigned i;
 
     g_mutex_lock(&caches_lock);
-    for (i = 0; i < caches->len; i++) {
-        c = g_ptr_array_index(caches, i);
+    for (i = 0; i < caches_len; i++) {
+        c = caches[i];
         if (c->level == level && c->id == id) {
             g_mutex_unlock(&caches_lock);
             return c;
@@ -321,7 +337,9 @@ static Cache *cache_get(int level, uint32_t id, uint32_t sets, uint32_t ways,
         c->clos_ways[i] = ways >= 64 ? UINT64_MAX : (1ULL << ways) - 1;
     }
     g_mutex_init(&c->lock);
-    g_ptr_array_add(caches, c);
+    g_assert(caches_len < caches_max);
+    caches[caches_len] = c;
+    __atomic_store_n(&caches_len, caches_len + 1, __ATOMIC_RELEASE);
     g_mutex_unlock(&caches_lock);
     catlog("L%d cache %u: %u sets, %u ways, %u-byte lines, %s", level, id,
          sets, ways, line_size,
@@ -561,11 +579,11 @@ static void cache_drop(Cache *c, uint64_t slot)
 static void cache_invalidate_others(int level, const Cache *mine,
                                     uint64_t line)
 {
-    unsigned i;
+    unsigned i, n = __atomic_load_n(&caches_len, __ATOMIC_ACQUIRE);
     uint32_t w;
 
-    for (i = 0; i < caches->len; i++) {
-        Cache *c = g_ptr_array_index(caches, i);
+    for (i = 0; i < n; i++) {
+        Cache *c = caches[i];
         uint64_t *tag;
 
         if (c == mine || c->level != level) {
@@ -758,11 +776,11 @@ static void vcpu_wbinvd(unsigned int vcpu, void *udata)
 /* Drop @addr's line from every instance of every level */
 static void cache_flush_line(uint64_t addr)
 {
-    unsigned i;
+    unsigned i, n = __atomic_load_n(&caches_len, __ATOMIC_ACQUIRE);
     uint32_t w;
 
-    for (i = 0; i < caches->len; i++) {
-        Cache *c = g_ptr_array_index(caches, i);
+    for (i = 0; i < n; i++) {
+        Cache *c = caches[i];
         uint64_t line = addr >> c->line_shift;
         uint64_t *tag = &c->tag[(line % c->sets) * c->ways];
 
@@ -794,6 +812,10 @@ static void vcpu_clflush(unsigned int vcpu, void *udata)
     if (op->index >= 0) {
         vaddr += read_reg(v->gpr[op->index]) << op->scale;
     }
+    /* In 64-bit code, 0x67 wraps the effective address at 4 GiB */
+    if (op->addr32) {
+        vaddr = (uint32_t)vaddr;
+    }
     if (op->seg_base >= 0 && v->seg_base[op->seg_base]) {
         vaddr += read_reg(v->seg_base[op->seg_base]);
     }
@@ -814,7 +836,8 @@ static void vcpu_clflush(unsigned int vcpu, void *udata)
 static const FlushOperand *decode_flush_operand(const uint8_t *modrm,
                                                 const uint8_t *end,
                                                 uint8_t rex, uint8_t seg,
-                                                uint64_t vaddr, size_t len)
+                                                bool addr32, uint64_t vaddr,
+                                                size_t len)
 {
     FlushOperand op;
     const uint8_t *p = modrm + 1;
@@ -863,6 +886,7 @@ static const FlushOperand *decode_flush_operand(const uint8_t *modrm,
         op.disp += vaddr + len;
     }
     op.seg_base = seg == 0x64 ? 0 : seg == 0x65 ? 1 : -1;
+    op.addr32 = addr32;
 
     key = g_bytes_new(&op, sizeof(op));
     g_mutex_lock(&flush_operands_lock);
@@ -1001,19 +1025,23 @@ static void vcpu_cpuid(unsigned int vcpu, void *udata)
 /*
  * The instruction's opcode after its prefixes, or NULL if it has fewer
  * than two bytes from there; its REX byte in *@rex, its last segment
- * override in *@seg
+ * override in *@seg, whether it has an address-size override in *@addr32
  */
 static const uint8_t *insn_opcode(const uint8_t *p, const uint8_t *end,
-                                  uint8_t *rex, uint8_t *seg)
+                                  uint8_t *rex, uint8_t *seg, bool *addr32)
 {
     *rex = 0;
     *seg = 0;
+    *addr32 = false;
     for (; p < end; p++) {
         switch (*p) {
         case 0x26: case 0x2e: case 0x36: case 0x3e: case 0x64: case 0x65:
             *seg = *p;
             continue;
-        case 0x66: case 0x67: case 0xf0: case 0xf2: case 0xf3:
+        case 0x67:
+            *addr32 = true;
+            continue;
+        case 0x66: case 0xf0: case 0xf2: case 0xf3:
             continue;
         }
         /* One translated instruction: a 0x4x byte before 0F is a REX */
@@ -1042,6 +1070,7 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         const uint8_t *op;
         const FlushOperand *operand;
         uint8_t rex, seg;
+        bool addr32;
 
         /*
          * The performance counters' USR and OS filters want the privilege
@@ -1057,7 +1086,7 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
                                              QEMU_PLUGIN_MEM_RW,
                                              os ? (void *)1 : NULL);
         }
-        op = insn_opcode(bytes, bytes + len, &rex, &seg);
+        op = insn_opcode(bytes, bytes + len, &rex, &seg, &addr32);
         if (!op || op[0] != 0x0f ||
             (!instrumented && op[1] != 0x30 && op[1] != 0x32 &&
              op[1] != 0x33 && op[1] != 0xa2)) {
@@ -1093,6 +1122,7 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
                 break;
             }
             operand = decode_flush_operand(op + 2, bytes + len, rex, seg,
+                                           addr32,
                                            qemu_plugin_insn_vaddr(insn),
                                            qemu_plugin_insn_size(insn));
             if (operand) {
@@ -1110,9 +1140,8 @@ static void plugin_exit(qemu_plugin_id_t id, void *p)
     uint64_t clflush = 0, unresolved = 0;
     unsigned i;
 
-    for (i = 0; i < caches->len; i++) {
-        Cache *c = g_ptr_array_index(caches, i);
-
+    for (i = 0; i < caches_len; i++) {
+        Cache *c = caches[i];
         unsigned clos;
 
         catlog("L%d cache %u: hits %" PRIu64 " misses %" PRIu64, c->level,
@@ -1176,7 +1205,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 
     max_vcpus = info->system.max_vcpus;
     vcpus = g_new0(Vcpu, max_vcpus);
-    caches = g_ptr_array_new();
+    caches_max = 2 * max_vcpus;
+    caches = g_new0(Cache *, caches_max);
     flush_operands = g_hash_table_new_full(g_bytes_hash, g_bytes_equal,
                                            (GDestroyNotify)g_bytes_unref,
                                            g_free);

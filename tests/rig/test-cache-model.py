@@ -50,6 +50,7 @@ CASES = {
     'locked2': 'region, after WBINVD on the other L2',
     'locked3': 'region, after 1024 lines written from the other L2',
     'locked5': 'region, after 512 more lines flushed (CLFLUSH)',
+    'locked6': 'region, after 256 more flushed through 32-bit addresses',
     'mig-in': 'region, after an incoming migration by a QEMU on its CPUs',
     'mig-out': 'region, after an incoming migration by a QEMU on the '
                'other L2',
@@ -290,7 +291,8 @@ def judge_goldmont_l2(tap, windows, other, args, rounds, relock):
         return [w['rate'] for w in windows if w['label'] == label]
 
     expected = {'plain': rounds, 'catonly': rounds, 'locked': rounds,
-                'locked2': rounds, 'locked3': 1, 'locked5': 1, 'mig-in': 1,
+                'locked2': rounds, 'locked3': 1, 'locked5': 1, 'locked6': 1,
+                'mig-in': 1,
                 'mig-out': 1, 'locked4': 1}
     expected.update({label: 1 if relock else 0 for label in RELOCK_CASES})
     check_model(tap, windows, other, 2, 2048, expected)
@@ -336,8 +338,12 @@ def judge_goldmont_l2(tap, windows, other, args, rounds, relock):
            'CLFLUSH of 512 more lines evicts them too '
            f"({locked5['misses']} misses: those and the 1024 written)",
            f'{locked5}')
+    locked6 = [w for w in windows if w['label'] == 'locked6'][0]
+    tap.ok(locked6['misses'] == 1024 + 512 + 256,
+           'CLFLUSH through 32-bit addresses (0x67) of 256 more evicts '
+           f"them too ({locked6['misses']} misses)", f'{locked6}')
     mig_in = [w for w in windows if w['label'] == 'mig-in'][0]
-    tap.ok(mig_in['foreign'] == lines - 1024 - 512,
+    tap.ok(mig_in['foreign'] == lines - 1024 - 512 - 256,
            'an incoming migration by a QEMU on the cache\'s CPUs leaves the '
            f"locked lines in place ({mig_in['foreign']} hits there)",
            f'{mig_in}')

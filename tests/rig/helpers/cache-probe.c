@@ -19,6 +19,9 @@
  *         write-from CPU FIRST LINES   move to CPU, write lines FIRST to
  *                                      FIRST+LINES-1, move back
  *         clflush FIRST LINES          CLFLUSH those lines
+ *         clflush32 FIRST LINES        the same through 32-bit addresses
+ *                                      (an 0x67 prefix), with garbage
+ *                                      above bit 31 of the register
  *   cache-probe watch LABEL PID PATH
  *       open the plugin's shared window, labelled LABEL, on process PID's
  *       mapping of the device whose path starts with PATH: it counts
@@ -99,6 +102,8 @@ static void sleep_ms(long ms)
     }
 }
 
+#define REGION_HINT     0x40000000UL
+
 static uint8_t *map(const char *path, size_t size)
 {
     void *p;
@@ -110,7 +115,9 @@ static uint8_t *map(const char *path, size_t size)
             perror(path);
             exit(1);
         }
-        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        /* Below 4 GiB if it can be, for clflush32 */
+        p = mmap((void *)REGION_HINT, size, PROT_READ | PROT_WRITE,
+                 MAP_SHARED, fd, 0);
         close(fd);
     } else {
         p = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -180,6 +187,19 @@ static int reader(const char *path, size_t size)
                 ((volatile uint8_t *)p)[i * LINE] = 0x5a;
             }
             sched_setaffinity(0, sizeof(home), &home);
+        } else if (sscanf(line, "clflush32 %zu %zu", &first, &lines) == 2) {
+            /* (before "clflush", whose format would read "32" as FIRST) */
+            if ((uintptr_t)p + size > (1ULL << 32)) {
+                fprintf(stderr, "cache-probe: the region is mapped at %p, "
+                        "not below 4 GiB\n", p);
+                return 1;
+            }
+            for (i = first; i < first + lines && i * LINE < size; i++) {
+                /* The CPU uses only the low half of the register */
+                uint64_t addr = (uintptr_t)(p + i * LINE) | 0xabcd00000000ULL;
+
+                __asm__ volatile("clflush (%k0)" : : "r"(addr) : "memory");
+            }
         } else if (sscanf(line, "clflush %zu %zu", &first, &lines) == 2) {
             for (i = first; i < first + lines && i * LINE < size; i++) {
                 __asm__ volatile("clflush (%0)" : : "r"(p + i * LINE)

@@ -14,7 +14,9 @@
 # mapping (query-pseudolock-residency: the window "qmp-res").  Then what evicts it: WBINVD on the other
 # L2 (CPU 3 goes offline: nothing lost, "locked2"), writes to 1024 of
 # its lines from a CPU of the other L2 ("locked3"), CLFLUSH of the next
-# 512 ("locked5": those lines are lost as well), an incoming migration
+# 512 ("locked5": those lines are lost as well), CLFLUSH of 256 more
+# through 32-bit addresses ("locked6", the plugin decodes the 0x67
+# prefix), an incoming migration
 # into a QEMU on the cache's CPUs ("mig-in") and on the other L2's
 # ("mig-out"), WBINVD on its own L2 (CPU 1 goes offline: "locked4").
 #
@@ -110,6 +112,9 @@ check "the reader writes 1024 of the region's lines from CPU 2 (the other L2)" \
 check "the reader reads the region again" ask read locked3 1 0
 check "the reader flushes the next 512 lines (CLFLUSH)" ask clflush 1024 512
 check "the reader reads the region again" ask read locked5 1 0
+check "the reader flushes 256 more through 32-bit addresses (0x67 CLFLUSH)" \
+    ask clflush32 1536 256
+check "the reader reads the region again" ask read locked6 1 0
 
 # An incoming migration writes the whole region from the destination
 # QEMU's threads: from the cache's CPUs (0-1) the locked lines stay,
