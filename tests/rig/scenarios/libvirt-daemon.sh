@@ -479,6 +479,39 @@ check "the restarted daemon finds rtcache shut off" \
     wait_for 15 sh -c "$virsh domstate rtcache 2>&1 | grep -q 'shut off'"
 check "and removes the region" wait_for 5 sh -c "! [ -d $R/$group ]"
 
+# The daemon killed while it starts the domain, after creating the
+# region and before saving the domain's status, its only record of the
+# region (a start hook kills it there): the restarted daemon finds the
+# domain shut off and removes the region that nothing names any more.
+# Hooks are found when the daemon starts, so it starts again first.
+mkdir -p /etc/libvirt/hooks
+cat >/etc/libvirt/hooks/qemu <<'EOF'
+#!/bin/sh
+# (the scenario's) kill the daemon when rtcache starts, if asked to
+[ "$1 $2" = "rtcache start" ] && [ -e /tmp/kill-at-start ] &&
+    kill -9 "$(cat /run/libvirtd.pid)"
+exit 0
+EOF
+chmod +x /etc/libvirt/hooks/qemu
+kill $daemon_pid
+wait $daemon_pid 2>/dev/null
+rm -f /run/libvirtd.pid
+start_daemon
+touch /tmp/kill-at-start
+$virsh start rtcache >/tmp/start.out 2>&1
+rm -f /tmp/kill-at-start
+check "the daemon dies at rtcache's start hook" \
+    wait_for 10 sh -c "! kill -0 $daemon_pid 2>/dev/null"
+rm -f /run/libvirtd.pid
+left=$(cd $R && ls -d qemu-[0-9]*-rtcache-* 2>/dev/null)
+check "leaving rtcache's region ${left:-(none)}, which no status names" \
+    sh -c "[ -n '$left' ] && [ \"\$(cat $R/$left/mode)\" = pseudo-locked ]"
+start_daemon
+check "the restarted daemon finds rtcache shut off" \
+    sh -c "$virsh domstate rtcache 2>&1 | grep -q 'shut off'"
+check "and removes the region" sh -c "! [ -d '$R/${left:-none}' ]"
+diag "$(grep 'pseudo-locked region' /tmp/libvirtd.log | tail -n 2)"
+
 # Bad input: nothing is left behind
 groups_before=$(resctrl_groups)
 pl_cache_domain rtbig 1152 >/tmp/rtbig.xml
