@@ -64,9 +64,8 @@ struct PseudolockResidencyRun {
     uint64_t *cycles;           /* one a read, in read order */
 
     /* Under the BQL, in the main loop */
-    Coroutine *co;              /* the command waiting, if it still is */
+    Coroutine *co;              /* the command waiting; NULL once woken */
     bool done;                  /* the thread has ended */
-    bool abandoned;             /* the command gave up on it */
 
     /* Set by the command when it gives up, read by the thread */
     bool given_up;              /* qatomic_*(): the reads may be skipped */
@@ -136,17 +135,27 @@ static void residency_run_free(ResidencyRun *run)
     g_free(run);
 }
 
-/* The thread has ended: wake the command, or clean up after it */
+/* Wake the command, if it still waits; whether it did */
+static bool residency_wake(ResidencyRun *run)
+{
+    Coroutine *co = g_steal_pointer(&run->co);
+
+    if (co) {
+        aio_co_wake(co);
+    }
+    return co;
+}
+
+/*
+ * The thread has ended: wake the command, or, if the deadline woke it
+ * already (and it gave up there and then), clean up after it
+ */
 static void residency_done_bh(void *opaque)
 {
     ResidencyRun *run = opaque;
 
     run->done = true;
-    if (run->co) {
-        Coroutine *co = g_steal_pointer(&run->co);
-
-        aio_co_wake(co);
-    } else if (run->abandoned) {
+    if (!residency_wake(run)) {
         residency_run_free(run);
     }
 }
@@ -154,13 +163,7 @@ static void residency_done_bh(void *opaque)
 /* The deadline has passed: wake the command, which gives up */
 static void residency_deadline(void *opaque)
 {
-    ResidencyRun *run = opaque;
-
-    if (run->co) {
-        Coroutine *co = g_steal_pointer(&run->co);
-
-        aio_co_wake(co);
-    }
+    residency_wake(opaque);
 }
 
 static void *residency_thread(void *opaque)
@@ -232,6 +235,7 @@ qmp_query_pseudolock_residency(const char *id, bool has_threshold,
     uint64_t buckets[RESIDENCY_BUCKETS + 1] = { 0 };
     PseudolockLatencyBucketList **tail;
     PseudolockResidency *reply;
+    uint32_t wait_ms = has_timeout_ms ? timeout_ms : RESIDENCY_TIMEOUT_MS;
     QEMUTimer *deadline;
     ResidencyRun *run;
     QemuThread thread;
@@ -246,7 +250,7 @@ qmp_query_pseudolock_residency(const char *id, bool has_threshold,
                    "'%s' (it could not read resctrl when it mapped it)", id);
         return NULL;
     }
-    if (has_timeout_ms && !timeout_ms) {
+    if (!wait_ms) {
         error_setg(errp, "timeout-ms must be 1 or more");
         return NULL;
     }
@@ -278,18 +282,16 @@ qmp_query_pseudolock_residency(const char *id, bool has_threshold,
                        QEMU_THREAD_DETACHED);
     deadline = aio_timer_new(qemu_get_aio_context(), QEMU_CLOCK_REALTIME,
                              SCALE_MS, residency_deadline, run);
-    timer_mod(deadline, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
-              (has_timeout_ms ? timeout_ms : RESIDENCY_TIMEOUT_MS));
+    timer_mod(deadline, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + wait_ms);
     /* The BQL is free until the thread ends or the deadline passes */
     qemu_coroutine_yield();
     timer_free(deadline);
 
     if (!run->done) {
-        run->co = NULL;
-        run->abandoned = true;
+        /* residency_done_bh() frees the run when the thread ends */
         qatomic_set(&run->given_up, true);
         error_setg(errp, "the measurement of '%s' did not run within %u ms",
-                   id, has_timeout_ms ? timeout_ms : RESIDENCY_TIMEOUT_MS);
+                   id, wait_ms);
         error_append_hint(errp, "It runs on the CPUs of the region's cache, "
                           "and something keeps them busy (real-time tasks, "
                           "FIFO vCPUs): ask when they are idle, or with a "

@@ -35,6 +35,7 @@ static void on_term(int sig)
 
 int main(int argc, char **argv)
 {
+    struct sigaction term = { .sa_handler = on_term };
     struct sched_param param = { 0 };
     struct timespec now, end;
     cpu_set_t set;
@@ -55,7 +56,7 @@ int main(int argc, char **argv)
                 strerror(errno));
         return 3;
     }
-    signal(SIGTERM, on_term);
+    sigaction(SIGTERM, &term, NULL);
 
     clock_gettime(CLOCK_MONOTONIC, &end);
     end.tv_sec += atoi(argv[3]);
